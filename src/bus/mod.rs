@@ -1,0 +1,243 @@
+//! The engine connection: boot, configuration sync, registration, serving.
+//!
+//! This is the only module that knows about iii. It turns the catalog into
+//! SDK registrations, keeps the runtime in sync with the configuration worker,
+//! and hands every invocation to the catalog handler on the worker's own
+//! multi-threaded runtime (the SDK runs its connection loop on a private
+//! single-threaded runtime, which must never carry handler work).
+//!
+//! Boot is fail-closed: no function is registered until the authoritative
+//! configuration has been fetched from the configuration worker and built
+//! into a runtime.
+
+mod config_sync;
+
+use crate::catalog::{Catalog, ConfigSource, Services};
+use crate::runtime::{LiveRuntime, Runtime};
+use iii_sdk::protocol::RegisterTriggerInput;
+use iii_sdk::runtime::{IIIConnectionState, WorkerMetadata};
+use iii_sdk::{IIIClient, InitOptions, RegisterFunction};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use config_sync::{CONFIG_ID, LEGACY_CONFIG_ID};
+
+/// How `ide` was asked to serve.
+pub struct ServeOptions {
+    pub url: String,
+    /// The `--config` seed (or the built-in default), already parsed.
+    pub seed: Value,
+}
+
+/// Why serving stopped.
+#[derive(Debug)]
+pub enum ServeError {
+    /// The authoritative configuration cannot be enforced (fail closed).
+    Config(String),
+    /// The engine refused this worker (e.g. another live `ide` holds the name).
+    Rejected(String),
+}
+
+impl std::fmt::Display for ServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServeError::Config(m) | ServeError::Rejected(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Connect, confirm the configuration, register the catalog and serve until
+/// `shutdown` resolves.
+pub async fn serve(
+    opts: ServeOptions,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), ServeError> {
+    probe_engine(&opts.url);
+    let metadata = WorkerMetadata {
+        name: "ide".to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        description: Some(
+            "Commands, files, code edits, terminals and change feeds under one policy".to_string(),
+        ),
+        ..WorkerMetadata::default()
+    };
+    let iii = iii_sdk::register_worker(
+        &opts.url,
+        InitOptions {
+            metadata: Some(metadata),
+            ..InitOptions::default()
+        },
+    );
+    tokio::pin!(shutdown);
+    let result = tokio::select! {
+        r = run(&iii, opts.seed) => r,
+        _ = &mut shutdown => Ok(()),
+    };
+    iii.shutdown_async().await;
+    result
+}
+
+async fn run(iii: &IIIClient, seed: Value) -> Result<(), ServeError> {
+    wait_registered(iii).await?;
+    let value = config_sync::confirm(iii, &seed).await?;
+    let runtime = Runtime::from_value(&value).map_err(|e| {
+        ServeError::Config(format!(
+            "stored configuration 'ide' cannot be enforced, refusing to start (no functions \
+             registered): {e}"
+        ))
+    })?;
+    tracing::info!(
+        mode = ?runtime.policy.mode(),
+        roots = ?runtime.policy.jail_roots(),
+        "configuration confirmed"
+    );
+    let source: Arc<dyn ConfigSource> = Arc::new(config_sync::BusConfigSource { iii: iii.clone() });
+    let services = Arc::new(Services {
+        live: Arc::new(LiveRuntime::new(runtime)),
+        config_source: Some(source),
+    });
+    let catalog = Arc::new(Catalog::standard());
+    register_catalog(iii, &catalog, &services);
+    bind_config_trigger(iii);
+    tracing::info!(functions = catalog.iter().count(), "ide serving");
+    watch_reconnects(iii, &services).await;
+    Ok(())
+}
+
+/// Wait for the engine to accept this worker; retries are the SDK's (every 2 s).
+async fn wait_registered(iii: &IIIClient) -> Result<(), ServeError> {
+    loop {
+        match iii.wait_until_registered(Duration::from_secs(3600)).await {
+            Ok(()) => return Ok(()),
+            Err(iii_sdk::Error::Timeout) => continue,
+            Err(e @ iii_sdk::Error::RegistrationRejected { .. }) => {
+                return Err(ServeError::Rejected(format!(
+                    "the engine rejected this worker: {e}; is another ide already connected? \
+                     Set III_WORKER_NAME to run a second one"
+                )));
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "not registered yet");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+fn register_catalog(iii: &IIIClient, catalog: &Arc<Catalog>, services: &Arc<Services>) {
+    let main = tokio::runtime::Handle::current();
+    for def in catalog.iter() {
+        let handler = def.handler.clone();
+        let services = services.clone();
+        let main = main.clone();
+        let registration = RegisterFunction::new_async(move |payload: Value| {
+            let handler = handler.clone();
+            let ctx = crate::catalog::Ctx::new(services.clone());
+            let task = main.spawn(async move { handler(ctx, payload).await });
+            async move {
+                match task.await {
+                    Ok(Ok(v)) => Ok(v),
+                    Ok(Err(wire)) => Err(iii_sdk::Error::Remote {
+                        code: wire.code,
+                        message: wire.message,
+                        stacktrace: None,
+                    }),
+                    Err(join) => Err(iii_sdk::Error::Remote {
+                        code: "S216".to_string(),
+                        message: format!("handler task failed: {join}"),
+                        stacktrace: None,
+                    }),
+                }
+            }
+        })
+        .description(def.description)
+        .metadata(def.metadata.clone())
+        .request_format(def.request_schema.clone())
+        .response_format(def.response_schema.clone());
+        iii.register_function(def.id, registration);
+    }
+}
+
+fn bind_config_trigger(iii: &IIIClient) {
+    let mut input = RegisterTriggerInput::new(
+        "configuration".to_string(),
+        "shell::on-config-change".to_string(),
+        serde_json::json!({ "configuration_id": CONFIG_ID }),
+    );
+    input.metadata = None;
+    #[allow(deprecated)]
+    if let Err(e) = iii.register_trigger(input) {
+        tracing::error!(error = %e, "cannot bind the configuration trigger; hot reload is off");
+    }
+}
+
+/// After the engine restarts it has lost our configuration schema (values
+/// survive, schemas do not) and we may have missed updates: re-register the
+/// schema and re-apply the authoritative value on every reconnect.
+async fn watch_reconnects(iii: &IIIClient, services: &Arc<Services>) {
+    let mut was_connected = true;
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let connected = iii.get_connection_state() == IIIConnectionState::Connected;
+        if connected && !was_connected {
+            tracing::info!("reconnected to the engine; re-confirming configuration");
+            config_sync::reregister(iii).await;
+            let ctx = crate::catalog::Ctx::new(services.clone());
+            if let Err(e) = crate::control::on_config_change::reload(&ctx).await {
+                tracing::error!(error = %e, "re-confirming configuration after reconnect failed");
+            }
+        }
+        was_connected = connected;
+    }
+}
+
+/// Log ONE loud error when the engine is not reachable at boot. Detached:
+/// it never delays startup; the SDK keeps retrying every 2 s.
+fn probe_engine(url: &str) {
+    let target = host_port(url);
+    tokio::spawn(async move {
+        let Some((host, port)) = target else {
+            return;
+        };
+        let addr = format!("{host}:{port}");
+        let ok = tokio::time::timeout(
+            Duration::from_secs(3),
+            tokio::net::TcpStream::connect(addr.clone()),
+        )
+        .await
+        .map(|r| r.is_ok())
+        .unwrap_or(false);
+        if !ok {
+            tracing::error!(
+                "engine unreachable at {addr} — is the iii engine running? Start it, or set --url \
+                 or the III_URL env var to where it listens; retrying every 2s"
+            );
+        }
+    });
+}
+
+/// The host and port a WebSocket URL resolves to (default ports per scheme).
+pub fn host_port(raw: &str) -> Option<(String, u16)> {
+    let u = url::Url::parse(raw).ok()?;
+    let host = u.host_str()?.to_string();
+    let port = u.port_or_known_default()?;
+    Some((host, port))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn host_port_resolves_defaults() {
+        assert_eq!(
+            super::host_port("ws://127.0.0.1:49134"),
+            Some(("127.0.0.1".into(), 49134))
+        );
+        assert_eq!(super::host_port("ws://engine"), Some(("engine".into(), 80)));
+        assert_eq!(
+            super::host_port("wss://engine/x"),
+            Some(("engine".into(), 443))
+        );
+        assert_eq!(super::host_port("not a url"), None);
+    }
+}

@@ -1,0 +1,369 @@
+//! The one function table.
+//!
+//! Every function is described once here: id, description, metadata,
+//! request/response JSON schemas and its handler. The bus registers exactly
+//! this table with the engine, `ide call` runs the same handlers in-process,
+//! `ide functions` prints it, and the end-to-end tests compare what the engine
+//! received with it. Adding a function means one module and one line in
+//! [`Catalog::standard`].
+//!
+//! Request decoding policy: keys starting with `_` are engine sidecars (the
+//! engine stamps `_caller_worker_id` on every payload) and are dropped; any
+//! other key the request schema does not declare is refused with 210, so a
+//! misspelt option never silently falls back to its default.
+
+use crate::error::{Failure, Surface, WireError};
+use crate::runtime::{LiveRuntime, Runtime};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// Where the authoritative configuration lives (the configuration worker
+/// when connected). `shell::on-config-change` re-fetches through it.
+#[async_trait::async_trait]
+pub trait ConfigSource: Send + Sync {
+    /// The authoritative stored value.
+    async fn fetch(&self) -> Result<Value, String>;
+}
+
+/// Long-lived services shared by every call.
+pub struct Services {
+    pub live: Arc<LiveRuntime>,
+    /// Absent in `ide call` mode, where there is no configuration worker.
+    pub config_source: Option<Arc<dyn ConfigSource>>,
+}
+
+/// What a handler gets: one runtime snapshot and the shared services.
+#[derive(Clone)]
+pub struct Ctx {
+    pub runtime: Arc<Runtime>,
+    pub services: Arc<Services>,
+}
+
+impl Ctx {
+    /// A context over the current snapshot.
+    pub fn new(services: Arc<Services>) -> Ctx {
+        Ctx {
+            runtime: services.live.snapshot(),
+            services,
+        }
+    }
+}
+
+pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, WireError>> + Send>>;
+pub type Handler = Arc<dyn Fn(Ctx, Value) -> HandlerFuture + Send + Sync>;
+
+/// One catalog entry.
+#[derive(Clone)]
+pub struct FunctionDef {
+    pub id: &'static str,
+    pub description: &'static str,
+    pub metadata: Value,
+    pub request_schema: Value,
+    pub response_schema: Value,
+    pub handler: Handler,
+}
+
+/// Function metadata flags, as the engine and console read them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Flags {
+    /// Console/operator plumbing, hidden from agents.
+    pub internal: bool,
+    /// Spans kept out of the default trace view.
+    pub trace_hidden: bool,
+    /// Shown in the console's function display.
+    pub display: bool,
+}
+
+impl Flags {
+    pub const NONE: Flags = Flags {
+        internal: false,
+        trace_hidden: false,
+        display: false,
+    };
+    pub const INTERNAL: Flags = Flags {
+        internal: true,
+        trace_hidden: false,
+        display: false,
+    };
+
+    fn to_value(self) -> Value {
+        let mut m = Map::new();
+        if self.display {
+            m.insert("display".into(), Value::Bool(true));
+        }
+        if self.internal {
+            m.insert("internal".into(), Value::Bool(true));
+        }
+        if self.trace_hidden {
+            m.insert("trace_hidden".into(), Value::Bool(true));
+        }
+        Value::Object(m)
+    }
+}
+
+/// The JSON schema of a type, draft-07 as the engine shows it.
+pub fn schema_of<T: JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+}
+
+/// Build a typed catalog entry whose request refuses undeclared fields.
+pub fn function<Req, Resp, F, Fut>(
+    id: &'static str,
+    description: &'static str,
+    flags: Flags,
+    f: F,
+) -> FunctionDef
+where
+    Req: DeserializeOwned + JsonSchema + Send + 'static,
+    Resp: Serialize + JsonSchema + Send + 'static,
+    F: Fn(Ctx, Req) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = crate::error::Result<Resp>> + Send + 'static,
+{
+    build(id, description, flags, true, f)
+}
+
+/// Build a catalog entry for an event handler: fields the request type does
+/// not declare are ignored instead of refused (trigger payloads carry many
+/// advisory fields).
+pub fn event_function<Req, Resp, F, Fut>(
+    id: &'static str,
+    description: &'static str,
+    flags: Flags,
+    f: F,
+) -> FunctionDef
+where
+    Req: DeserializeOwned + JsonSchema + Send + 'static,
+    Resp: Serialize + JsonSchema + Send + 'static,
+    F: Fn(Ctx, Req) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = crate::error::Result<Resp>> + Send + 'static,
+{
+    build(id, description, flags, false, f)
+}
+
+fn build<Req, Resp, F, Fut>(
+    id: &'static str,
+    description: &'static str,
+    flags: Flags,
+    strict: bool,
+    f: F,
+) -> FunctionDef
+where
+    Req: DeserializeOwned + JsonSchema + Send + 'static,
+    Resp: Serialize + JsonSchema + Send + 'static,
+    F: Fn(Ctx, Req) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = crate::error::Result<Resp>> + Send + 'static,
+{
+    let request_schema = schema_of::<Req>();
+    let accepted = if strict {
+        declared_properties(&request_schema)
+    } else {
+        None
+    };
+    let surface = Surface::of(id);
+    let f = Arc::new(f);
+    let handler: Handler = Arc::new(move |ctx: Ctx, payload: Value| {
+        let f = f.clone();
+        let accepted = accepted.clone();
+        Box::pin(async move {
+            let req: Req = decode(id, payload, &accepted).map_err(|e| e.to_wire(surface))?;
+            let resp = f(ctx, req).await.map_err(|e| e.to_wire(surface))?;
+            serde_json::to_value(resp).map_err(|e| {
+                Failure::io(format!("cannot encode the response: {e}")).to_wire(surface)
+            })
+        })
+    });
+    FunctionDef {
+        id,
+        description,
+        metadata: flags.to_value(),
+        request_schema,
+        response_schema: schema_of::<Resp>(),
+        handler,
+    }
+}
+
+fn declared_properties(schema: &Value) -> Option<Vec<String>> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .or_else(|| {
+            // A struct without fields has no `properties`: it accepts none.
+            (schema.get("type") == Some(&Value::String("object".into()))).then(Vec::new)
+        })
+}
+
+fn decode<Req: DeserializeOwned>(
+    id: &str,
+    payload: Value,
+    accepted: &Option<Vec<String>>,
+) -> Result<Req, Failure> {
+    let payload = match payload {
+        Value::Null => Value::Object(Map::new()),
+        Value::Object(mut m) => {
+            m.retain(|k, _| !k.starts_with('_'));
+            if let Some(accepted) = accepted {
+                let mut unknown: Vec<&String> =
+                    m.keys().filter(|k| !accepted.contains(k)).collect();
+                unknown.sort();
+                if let Some(first) = unknown.first() {
+                    if accepted.is_empty() {
+                        return Err(Failure::bad_input(format!(
+                            "{id}: unknown field `{first}`; {id} takes no arguments, call it with {{}}"
+                        )));
+                    }
+                    let mut names = accepted.clone();
+                    names.sort();
+                    return Err(Failure::bad_input(format!(
+                        "{id}: unknown field `{first}`; accepted fields: [{}]",
+                        names.join(", ")
+                    )));
+                }
+            }
+            Value::Object(m)
+        }
+        other => {
+            return Err(Failure::bad_input(format!(
+                "{id}: payload must be a JSON object, got {other}"
+            )));
+        }
+    };
+    serde_path_to_error::deserialize(payload).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            String::new()
+        } else {
+            format!(" at `{path}`")
+        };
+        Failure::bad_input(format!(
+            "{id}: malformed payload{at}: {}; see `ide functions` (or the engine's function info) \
+             for the request schema",
+            e.inner()
+        ))
+    })
+}
+
+/// The function table.
+pub struct Catalog {
+    defs: Vec<FunctionDef>,
+}
+
+impl Catalog {
+    /// Every function this worker serves.
+    pub fn standard() -> Catalog {
+        let defs = vec![
+            crate::coder::info::def(),
+            crate::control::config_status::def(),
+            crate::control::on_config_change::def(),
+        ];
+        Catalog { defs }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &FunctionDef> {
+        self.defs.iter()
+    }
+
+    pub fn get(&self, id: &str) -> Option<&FunctionDef> {
+        self.defs.iter().find(|d| d.id == id)
+    }
+
+    /// Run one function against the current snapshot.
+    pub async fn call(
+        &self,
+        services: &Arc<Services>,
+        id: &str,
+        payload: Value,
+    ) -> Result<Value, WireError> {
+        let def = self.get(id).ok_or_else(|| WireError {
+            code: "function_not_found".into(),
+            message: format!("Function {id} not found; `ide functions` lists the catalog"),
+        })?;
+        (def.handler)(Ctx::new(services.clone()), payload).await
+    }
+
+    /// The catalog as printed by `ide functions`: exactly what is registered.
+    pub fn to_json(&self) -> Value {
+        Value::Array(
+            self.defs
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "id": d.id,
+                        "description": d.description,
+                        "metadata": d.metadata,
+                        "request_schema": d.request_schema,
+                        "response_schema": d.response_schema,
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use serde_json::json;
+
+    fn services() -> Arc<Services> {
+        Arc::new(Services {
+            live: Arc::new(LiveRuntime::new(
+                Runtime::build(Config::zero_config()).unwrap(),
+            )),
+            config_source: None,
+        })
+    }
+
+    #[test]
+    fn every_function_has_a_description_and_object_schemas() {
+        let c = Catalog::standard();
+        let mut seen = std::collections::HashSet::new();
+        for d in c.iter() {
+            assert!(seen.insert(d.id), "duplicate id {}", d.id);
+            assert!(d.description.len() > 20, "{} lacks a description", d.id);
+            assert_eq!(d.request_schema["type"], "object", "{}", d.id);
+            assert_eq!(
+                d.request_schema["$schema"],
+                "http://json-schema.org/draft-07/schema#"
+            );
+            assert!(d.response_schema.is_object(), "{}", d.id);
+        }
+    }
+
+    #[tokio::test]
+    async fn engine_sidecar_fields_are_accepted_and_unknown_fields_refused() {
+        let c = Catalog::standard();
+        let s = services();
+        let ok = c
+            .call(&s, "coder::info", json!({"_caller_worker_id": "w-1"}))
+            .await
+            .unwrap();
+        assert_eq!(ok["mode"], "unjailed");
+        let err = c
+            .call(&s, "coder::info", json!({"bogus": 1}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, "C210");
+        assert!(err.message.contains("bogus"));
+        let err = c
+            .call(&s, "shell::config-status", json!([1]))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, "S210");
+    }
+
+    #[tokio::test]
+    async fn unknown_function_is_reported() {
+        let err = Catalog::standard()
+            .call(&services(), "coder::nope", json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, "function_not_found");
+    }
+}

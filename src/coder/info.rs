@@ -1,0 +1,199 @@
+//! `coder::info`: the agent-facing access contract.
+//!
+//! Mode, roots (primary first), the session root, every size cap and
+//! response budget, and both glob lists, all read from the call's runtime
+//! snapshot. Agents call it first, and again whenever a path is rejected.
+
+use crate::catalog::{Ctx, Flags, FunctionDef, function};
+use crate::error::Failure;
+use crate::policy::Mode;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// No arguments — `coder::info` is a pure discovery call.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "InfoInput", example = "empty_example")]
+pub struct InfoInput {}
+
+fn empty_example() -> serde_json::Value {
+    serde_json::json!({})
+}
+
+/// Effective access mode of the coder surface — the same deny-only policy switch `shell::fs::*` runs under.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessMode {
+    /// Paths are confined to `base_paths`; anything outside is rejected.
+    Jailed,
+    /// Operator opt-in (`fs.allow_unjailed: true`, empty `fs.host_roots`): absolute paths anywhere on the host are accepted, confined only by `fs.denylist_paths` and `non_accessible_globs`. `base_paths` only anchor relative wire paths.
+    Unjailed,
+}
+
+/// The coder access contract.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(title = "InfoOutput")]
+pub struct InfoOutput {
+    /// `jailed`: paths must stay inside `base_paths`. `unjailed`: absolute paths anywhere on the host are accepted (deny-only, like `shell::fs::*`) and `base_paths` only anchor relative paths.
+    pub mode: AccessMode,
+    /// Canonical absolute paths of the allowed roots, in configuration order. The primary root (index 0) is where relative wire paths resolve; an absolute path is accepted when it canonicalises inside ANY of these (in `unjailed` mode: anywhere on the host). In `jailed` mode paths outside every root are rejected — use `shell::fs::*` instead.
+    pub base_paths: Vec<String>,
+    /// Convenience duplicate of `base_paths[0]` — the primary allowed root. Relative paths resolve against this directory UNLESS `session_root` is set, which takes precedence.
+    pub primary_root: String,
+    /// The session's working directory when the caller runs under a harness-stamped filesystem scope; `null` otherwise. When set, THIS is what relative wire paths (and `coder::search` glob matching) anchor against — not `primary_root`. Pass it as `base_dir` on each call to scope it.
+    pub session_root: Option<String>,
+    /// Per-file IO ceiling for `coder::read-file` (`fs.max_read_bytes`; 0 = unlimited). Full reads of larger files are rejected with C218; windowed reads cap the returned window bytes instead. Also the ceiling for `coder::search` content scanning — larger files are skipped.
+    pub max_read_bytes: u64,
+    /// Maximum bytes `coder::create-file` or `coder::update-file` will write to one file (`fs.max_write_bytes`; 0 = unlimited). Larger writes are rejected with C218.
+    pub max_write_bytes: u64,
+    /// Context budget for single-path FULL reads in `coder::read-file`, in bytes of returned content. Larger full reads return C218 with the file's size/line count and window/stat recovery guidance; a per-call `max_output_bytes` override is clamped to `max_read_bytes`.
+    pub max_output_bytes: u64,
+    /// Aggregate budget across one `paths[]` batch of `coder::read-file`, in bytes of returned content (after UTF-8 sanitization). An entry reached with nothing left gets a per-entry C218.
+    pub batch_read_budget_bytes: u64,
+    /// Default `max_depth` used by `coder::tree` when the caller omits it.
+    pub tree_default_depth: u32,
+    /// Maximum entries returned per folder node by `coder::tree`; folders that exceed this are flagged `truncated`.
+    pub tree_per_folder_limit: u32,
+    /// Total node budget of one `coder::tree` answer; past it the tree stops with `max_nodes` truncation.
+    pub tree_max_nodes: u32,
+    /// Default `page_size` used by `coder::list-folder` when the caller omits it.
+    pub list_default_page_size: u32,
+    /// Hard cap on `page_size` accepted by `coder::list-folder`.
+    pub list_max_page_size: u32,
+    /// Default `max_matches` used by `coder::search` when the caller omits it.
+    pub search_default_max_matches: u32,
+    /// Per-line byte cap in `coder::search`: matching considers at most this many bytes of each line, and matched/context lines are truncated to it.
+    pub search_default_max_line_bytes: u32,
+    /// Aggregate byte budget for one `coder::search` response (paths + matched text + context lines). When hit the response sets `truncated: true`.
+    pub search_response_budget_bytes: u64,
+    /// Noise-exclusion globs (root-relative): omitted from `coder::search`, pruned to childless stubs in `coder::tree`. Hide-only — no access protection. Pass `use_default_excludes: false` to look inside.
+    pub default_exclude_globs: Vec<String>,
+    /// Glob patterns matched root-relative. Matching files are listable but not readable/writable/deletable/creatable; they return C211 exactly like a missing path.
+    pub non_accessible_globs: Vec<String>,
+    /// Worker version.
+    pub version: String,
+}
+
+pub fn def() -> FunctionDef {
+    function(
+        "coder::info",
+        "Report the coder access contract: mode (jailed | unjailed), allowed roots (primary \
+         first), the session_root relative paths anchor against, size caps, response budgets, \
+         listing/search limits, non-accessible globs and default_exclude_globs. Call it first \
+         when a path is rejected.",
+        Flags::NONE,
+        |ctx: Ctx, _req: InfoInput| async move { Ok::<_, Failure>(info(&ctx)) },
+    )
+}
+
+/// The report for the call's snapshot.
+pub fn info(ctx: &Ctx) -> InfoOutput {
+    let rt = &ctx.runtime;
+    let code = &rt.config.code;
+    let roots: Vec<String> = rt
+        .policy
+        .coder_roots()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    InfoOutput {
+        mode: match rt.policy.mode() {
+            Mode::Jailed => AccessMode::Jailed,
+            Mode::Unjailed => AccessMode::Unjailed,
+        },
+        primary_root: roots.first().cloned().unwrap_or_default(),
+        base_paths: roots,
+        session_root: None,
+        max_read_bytes: rt.config.fs.max_read_bytes,
+        max_write_bytes: rt.config.fs.max_write_bytes,
+        max_output_bytes: code.max_output_bytes,
+        batch_read_budget_bytes: code.batch_read_budget_bytes,
+        tree_default_depth: code.tree_default_depth,
+        tree_per_folder_limit: code.tree_per_folder_limit,
+        tree_max_nodes: code.tree_max_nodes,
+        list_default_page_size: code.list_default_page_size,
+        list_max_page_size: code.list_max_page_size,
+        search_default_max_matches: code.search_default_max_matches,
+        search_default_max_line_bytes: code.search_default_max_line_bytes,
+        search_response_budget_bytes: code.search_response_budget_bytes,
+        default_exclude_globs: code.default_exclude_globs.clone(),
+        non_accessible_globs: code.non_accessible_globs.clone(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Services;
+    use crate::config::Config;
+    use crate::runtime::{LiveRuntime, Runtime};
+    use std::sync::Arc;
+
+    fn ctx(cfg: Config) -> Ctx {
+        Ctx::new(Arc::new(Services {
+            live: Arc::new(LiveRuntime::new(Runtime::build(cfg).unwrap())),
+            config_source: None,
+        }))
+    }
+
+    #[test]
+    fn jailed_info_reports_roots_in_order_and_every_budget() {
+        let a = tempfile::TempDir::new().unwrap();
+        let b = tempfile::TempDir::new().unwrap();
+        let mut cfg = Config::zero_config();
+        cfg.fs.allow_unjailed = false;
+        cfg.fs.host_roots = vec![a.path().into(), b.path().into()];
+        cfg.code.max_output_bytes = 777;
+        let out = serde_json::to_value(info(&ctx(cfg))).unwrap();
+        assert_eq!(out["mode"], "jailed");
+        let ca = a.path().canonicalize().unwrap().display().to_string();
+        let cb = b.path().canonicalize().unwrap().display().to_string();
+        assert_eq!(out["base_paths"], serde_json::json!([ca, cb]));
+        assert_eq!(out["primary_root"], ca);
+        assert_eq!(out["session_root"], serde_json::Value::Null);
+        assert_eq!(out["max_output_bytes"], 777);
+        assert_eq!(out["max_read_bytes"], 16_777_216);
+        assert_eq!(out["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(out["non_accessible_globs"][0], "**/.env");
+    }
+
+    #[test]
+    fn unjailed_info_reports_the_fallback_anchors() {
+        let out = serde_json::to_value(info(&ctx(Config::zero_config()))).unwrap();
+        assert_eq!(out["mode"], "unjailed");
+        let roots = out["base_paths"].as_array().unwrap();
+        assert!(roots.iter().any(|r| r == "/tmp"));
+    }
+
+    #[test]
+    fn response_schema_requires_the_contract_fields() {
+        let schema = crate::catalog::schema_of::<InfoOutput>();
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        for f in [
+            "base_paths",
+            "batch_read_budget_bytes",
+            "default_exclude_globs",
+            "list_default_page_size",
+            "list_max_page_size",
+            "max_output_bytes",
+            "max_read_bytes",
+            "max_write_bytes",
+            "mode",
+            "non_accessible_globs",
+            "primary_root",
+            "search_default_max_line_bytes",
+            "search_default_max_matches",
+            "search_response_budget_bytes",
+            "tree_default_depth",
+            "tree_per_folder_limit",
+            "version",
+        ] {
+            assert!(required.contains(&f), "{f} not required");
+        }
+    }
+}

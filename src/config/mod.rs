@@ -1,0 +1,499 @@
+//! The configuration schema: typed, documented, strict.
+//!
+//! One [`Config`] value is what the configuration worker stores under id `ide`
+//! and what `--config` seeds. Parsing is strict on purpose — a config is a
+//! security policy, so an unknown key is an error rather than something serde
+//! silently drops, and keys removed in earlier releases are rejected with the
+//! migration hint that tells the operator what to write instead
+//! ([`removed_keys`]). Turning a parsed config into something enforceable
+//! (canonical roots, compiled globs and regexes) is [`crate::runtime`]'s job.
+
+mod removed;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::PathBuf;
+
+pub use removed::removed_keys;
+
+/// The shipped `config.yaml`, byte for byte: the zero-config seed.
+pub const BUILTIN_DEFAULT_YAML: &str = include_str!("../../config.yaml");
+
+/// Worker configuration (configuration id `ide`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Hard cap for a foreground `shell::exec`, in milliseconds; a per-call `timeout_ms` is clamped to it.
+    #[serde(default = "d::max_timeout_ms")]
+    pub max_timeout_ms: u64,
+    /// Hard cap for a host background job, in milliseconds; 0 = unbounded (killed jobs get status `killed`).
+    #[serde(default)]
+    pub max_bg_timeout_ms: u64,
+    /// Timeout applied when a call omits `timeout_ms` (or passes a negative or fractional one), in milliseconds.
+    #[serde(default = "d::default_timeout_ms")]
+    pub default_timeout_ms: u64,
+    /// Per-stream capture cap for command output, in bytes; past it `stdout_truncated`/`stderr_truncated` are set while the pipe keeps draining.
+    #[serde(default = "d::max_output_bytes")]
+    pub max_output_bytes: u64,
+    /// Which of the worker's own environment variables children receive.
+    #[serde(default)]
+    pub env: EnvConfig,
+    /// Advisory regexes over `argv.join(" ")` that refuse a command (a tripwire for catastrophic mistakes, not a security boundary).
+    #[serde(default)]
+    pub denylist_patterns: Vec<String>,
+    /// Most background jobs running at once; `shell::exec_bg` past it is rejected.
+    #[serde(default = "d::max_concurrent_jobs")]
+    pub max_concurrent_jobs: u32,
+    /// Seconds a finished job's record is kept (for `shell::status` and `shell::job-finished` replay).
+    #[serde(default = "d::job_retention_secs")]
+    pub job_retention_secs: u64,
+    /// Filesystem jail and caps shared by `shell::fs::*`, per-call `cwd` and `coder::*`.
+    #[serde(default)]
+    pub fs: FsConfig,
+    /// Sandbox-targeted execution (`target: {kind: "sandbox"}`).
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+    /// Working directory for commands that pass no `cwd`; null = the worker's own working directory.
+    #[serde(default)]
+    pub working_dir: Option<PathBuf>,
+    /// Change-history storage (`shell::turns::*`).
+    #[serde(default)]
+    pub turns: TurnsConfig,
+    /// The `coder::*` code surface: protected and noise globs, response budgets.
+    #[serde(default)]
+    pub code: CodeConfig,
+}
+
+/// Environment forwarding to child processes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvConfig {
+    /// Forward the worker's whole environment to children (per-call dangerous keys are still refused).
+    #[serde(default = "d::yes")]
+    pub inherit: bool,
+    /// Variables forwarded when `inherit` is false. Has no effect on what a per-call `env` may set.
+    #[serde(default = "d::env_allow")]
+    pub allow: Vec<String>,
+}
+
+/// The filesystem jail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FsConfig {
+    /// Jail roots (absolute directories); the first is the primary root relative paths resolve against. Empty = unjailed, which requires `allow_unjailed: true`.
+    #[serde(default)]
+    pub host_roots: Vec<PathBuf>,
+    /// Explicit opt-in to running with empty `host_roots` (paths anywhere on the host, confined only by `denylist_paths` and the protected globs).
+    #[serde(default)]
+    pub allow_unjailed: bool,
+    /// Largest file `shell::fs::read` streams and `coder::*` reads, in bytes; 0 = unlimited.
+    #[serde(default = "d::sixteen_mib")]
+    pub max_read_bytes: u64,
+    /// Largest file `shell::fs::write` and `coder::*` write, in bytes; 0 = unlimited.
+    #[serde(default = "d::sixteen_mib")]
+    pub max_write_bytes: u64,
+    /// Paths no surface may read, write or list, in every mode (a path under one reads as missing).
+    #[serde(default = "d::denylist_paths")]
+    pub denylist_paths: Vec<PathBuf>,
+    /// Permit setuid/setgid/sticky bits in modes given to mkdir/chmod/write/create-file.
+    #[serde(default)]
+    pub allow_special_bits: bool,
+}
+
+/// Sandbox forwarding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// false: every sandbox-targeted call is refused with S210.
+    #[serde(default = "d::yes")]
+    pub enabled: bool,
+}
+
+/// Change-history storage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnsConfig {
+    /// Directory holding the change history, relative to the worker's working directory unless absolute.
+    #[serde(default = "d::turns_dir")]
+    pub data_dir: PathBuf,
+    /// Largest snapshot kept for one change, in bytes.
+    #[serde(default = "d::max_blob_bytes")]
+    pub max_blob_bytes: u64,
+}
+
+/// The `coder::*` code surface.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CodeConfig {
+    /// Globs (globset syntax, matched root-relative) whose files are listable but never readable, writable, creatable or deletable, on both surfaces; they read as missing (211).
+    #[serde(default = "d::non_accessible_globs")]
+    pub non_accessible_globs: Vec<String>,
+    /// Hide-only noise globs (root-relative): omitted from `coder::search`, pruned to stubs in `coder::tree`. No access protection.
+    #[serde(default = "d::default_exclude_globs")]
+    pub default_exclude_globs: Vec<String>,
+    /// Budget for a single-path full `coder::read-file`, in bytes of returned content.
+    #[serde(default = "d::code_max_output_bytes")]
+    pub max_output_bytes: u64,
+    /// Aggregate budget for one batch (`paths[]`) `coder::read-file`, in bytes of returned content.
+    #[serde(default = "d::batch_read_budget_bytes")]
+    pub batch_read_budget_bytes: u64,
+    /// `coder::tree` depth when the call omits `max_depth`.
+    #[serde(default = "d::tree_default_depth")]
+    pub tree_default_depth: u32,
+    /// Children shown per folder by `coder::tree` before it flags the folder truncated.
+    #[serde(default = "d::tree_per_folder_limit")]
+    pub tree_per_folder_limit: u32,
+    /// Total nodes one `coder::tree` answer may hold before it stops with `max_nodes` truncation.
+    #[serde(default = "d::tree_max_nodes")]
+    pub tree_max_nodes: u32,
+    /// `coder::list-folder` page size when the call omits `page_size`.
+    #[serde(default = "d::list_default_page_size")]
+    pub list_default_page_size: u32,
+    /// Largest `page_size` `coder::list-folder` accepts (larger requests are clamped).
+    #[serde(default = "d::list_max_page_size")]
+    pub list_max_page_size: u32,
+    /// `coder::search` match cap when the call omits `max_matches`.
+    #[serde(default = "d::search_default_max_matches")]
+    pub search_default_max_matches: u32,
+    /// Per-line byte cap of `coder::search`: matching sees at most this much of a line, and returned lines are cut to it.
+    #[serde(default = "d::search_default_max_line_bytes")]
+    pub search_default_max_line_bytes: u32,
+    /// Byte budget of one `coder::search` response (paths + matched text + context); hitting it sets `truncated`.
+    #[serde(default = "d::search_response_budget_bytes")]
+    pub search_response_budget_bytes: u64,
+}
+
+/// Serde defaults: what an absent key means. Note that `fs.allow_unjailed`
+/// defaults to false, so a config that leaves the jail unset fails closed;
+/// only the shipped seed opts in explicitly.
+mod d {
+    use std::path::PathBuf;
+    pub fn yes() -> bool {
+        true
+    }
+    pub fn max_timeout_ms() -> u64 {
+        120_000
+    }
+    pub fn default_timeout_ms() -> u64 {
+        30_000
+    }
+    pub fn max_output_bytes() -> u64 {
+        1_048_576
+    }
+    pub fn max_concurrent_jobs() -> u32 {
+        16
+    }
+    pub fn job_retention_secs() -> u64 {
+        3600
+    }
+    pub fn sixteen_mib() -> u64 {
+        16 * 1024 * 1024
+    }
+    pub fn env_allow() -> Vec<String> {
+        ["PATH", "HOME", "LANG", "LC_ALL", "TERM"]
+            .map(String::from)
+            .to_vec()
+    }
+    pub fn denylist_paths() -> Vec<PathBuf> {
+        vec!["/etc/passwd".into(), "/etc/shadow".into()]
+    }
+    pub fn turns_dir() -> PathBuf {
+        "data/shell/turns".into()
+    }
+    pub fn max_blob_bytes() -> u64 {
+        256 * 1024 * 1024
+    }
+    pub fn non_accessible_globs() -> Vec<String> {
+        [
+            "**/.env",
+            "**/.env.*",
+            "**/*.pem",
+            "**/*.key",
+            "**/secrets/**",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+    pub fn default_exclude_globs() -> Vec<String> {
+        [
+            "**/.git/**",
+            "**/node_modules/**",
+            "**/target/**",
+            "**/dist/**",
+            "**/.venv/**",
+            "**/__pycache__/**",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+    pub fn code_max_output_bytes() -> u64 {
+        131_072
+    }
+    pub fn batch_read_budget_bytes() -> u64 {
+        1_048_576
+    }
+    pub fn tree_default_depth() -> u32 {
+        4
+    }
+    pub fn tree_per_folder_limit() -> u32 {
+        50
+    }
+    pub fn tree_max_nodes() -> u32 {
+        2000
+    }
+    pub fn list_default_page_size() -> u32 {
+        100
+    }
+    pub fn list_max_page_size() -> u32 {
+        1000
+    }
+    pub fn search_default_max_matches() -> u32 {
+        1000
+    }
+    pub fn search_default_max_line_bytes() -> u32 {
+        4096
+    }
+    pub fn search_response_budget_bytes() -> u64 {
+        262_144
+    }
+}
+
+impl Default for EnvConfig {
+    fn default() -> Self {
+        EnvConfig {
+            inherit: true,
+            allow: d::env_allow(),
+        }
+    }
+}
+
+impl Default for FsConfig {
+    fn default() -> Self {
+        FsConfig {
+            host_roots: Vec::new(),
+            allow_unjailed: false,
+            max_read_bytes: d::sixteen_mib(),
+            max_write_bytes: d::sixteen_mib(),
+            denylist_paths: d::denylist_paths(),
+            allow_special_bits: false,
+        }
+    }
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig { enabled: true }
+    }
+}
+
+impl Default for TurnsConfig {
+    fn default() -> Self {
+        TurnsConfig {
+            data_dir: d::turns_dir(),
+            max_blob_bytes: d::max_blob_bytes(),
+        }
+    }
+}
+
+impl Default for CodeConfig {
+    fn default() -> Self {
+        CodeConfig {
+            non_accessible_globs: d::non_accessible_globs(),
+            default_exclude_globs: d::default_exclude_globs(),
+            max_output_bytes: d::code_max_output_bytes(),
+            batch_read_budget_bytes: d::batch_read_budget_bytes(),
+            tree_default_depth: d::tree_default_depth(),
+            tree_per_folder_limit: d::tree_per_folder_limit(),
+            tree_max_nodes: d::tree_max_nodes(),
+            list_default_page_size: d::list_default_page_size(),
+            list_max_page_size: d::list_max_page_size(),
+            search_default_max_matches: d::search_default_max_matches(),
+            search_default_max_line_bytes: d::search_default_max_line_bytes(),
+            search_response_budget_bytes: d::search_response_budget_bytes(),
+        }
+    }
+}
+
+/// The contract's command denylist, also the shipped one.
+pub fn shipped_denylist_patterns() -> Vec<String> {
+    const WRAPPER: &str = r"(?i)^(?:(?:\S*/)?env(?:\s+\S+=\S*)*\s+|(?:\S*/)?(?:sudo|doas|nohup)\s+|(?:\S*/)?timeout(?:\s+\S+)?\s+)*(\S*/)?";
+    let mut out = vec![r"rm\s+-rf\s+/".to_string(), r":\(\)\s*\{\s*:\|".to_string()];
+    for cmd in [r"mkfs", r"dd\s+if=", r"shutdown\b", r"reboot\b"] {
+        out.push(format!("{WRAPPER}{cmd}"));
+    }
+    out.push("/etc/shadow".to_string());
+    out
+}
+
+impl Config {
+    /// The zero-config default, built from Rust values (the test
+    /// `shipped_config_yaml_is_the_builtin_default` keeps `config.yaml` equal).
+    pub fn zero_config() -> Config {
+        Config {
+            max_timeout_ms: d::max_timeout_ms(),
+            max_bg_timeout_ms: 0,
+            default_timeout_ms: d::default_timeout_ms(),
+            max_output_bytes: d::max_output_bytes(),
+            env: EnvConfig::default(),
+            denylist_patterns: shipped_denylist_patterns(),
+            max_concurrent_jobs: d::max_concurrent_jobs(),
+            job_retention_secs: d::job_retention_secs(),
+            fs: FsConfig {
+                allow_unjailed: true,
+                ..FsConfig::default()
+            },
+            sandbox: SandboxConfig::default(),
+            working_dir: None,
+            turns: TurnsConfig::default(),
+            code: CodeConfig::default(),
+        }
+    }
+
+    /// Parse a YAML document (a `--config` seed file).
+    pub fn from_yaml(text: &str) -> Result<Config, String> {
+        let value: Value =
+            serde_norway::from_str(text).map_err(|e| format!("config is not valid YAML: {e}"))?;
+        Config::from_value(&value)
+    }
+
+    /// Parse a JSON value (what the configuration worker stores). `null`
+    /// is refused: a nulled stored value must never fall back to a default.
+    pub fn from_value(value: &Value) -> Result<Config, String> {
+        match value {
+            Value::Null => {
+                return Err(
+                    "configuration value is null; refusing to fall back to a default \
+                     policy — store a config object with configuration::set id=ide"
+                        .to_string(),
+                );
+            }
+            Value::Object(_) => {}
+            other => {
+                return Err(format!(
+                    "configuration value must be an object, got {}",
+                    kind_of(other)
+                ));
+            }
+        }
+        let removed = removed_keys(value);
+        if !removed.is_empty() {
+            return Err(removed.join("; "));
+        }
+        let de = value.clone();
+        serde_path_to_error::deserialize::<_, Config>(de).map_err(|e| {
+            let path = e.path().to_string();
+            if path == "." {
+                format!("invalid config: {}", e.inner())
+            } else {
+                format!("invalid config at `{path}`: {}", e.inner())
+            }
+        })
+    }
+
+    /// The JSON schema registered with the configuration worker.
+    pub fn json_schema() -> Value {
+        let schema = schemars::schema_for!(Config);
+        serde_json::to_value(schema).unwrap_or(Value::Null)
+    }
+
+    /// As a JSON value (for `configuration::register`'s `initial_value`).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn shipped_config_yaml_is_the_builtin_default() {
+        let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.yaml"))
+            .expect("config.yaml at the crate root");
+        assert_eq!(
+            shipped, BUILTIN_DEFAULT_YAML,
+            "embedded seed drifted from config.yaml"
+        );
+        assert_eq!(Config::from_yaml(&shipped).unwrap(), Config::zero_config());
+    }
+
+    #[test]
+    fn builtin_default_matches_the_contract_values() {
+        let c = Config::zero_config();
+        assert_eq!(c.max_timeout_ms, 120_000);
+        assert_eq!(c.default_timeout_ms, 30_000);
+        assert_eq!(c.max_output_bytes, 1_048_576);
+        assert_eq!(c.max_concurrent_jobs, 16);
+        assert_eq!(c.job_retention_secs, 3600);
+        assert!(c.fs.allow_unjailed && c.fs.host_roots.is_empty());
+        assert_eq!(c.fs.max_read_bytes, 16_777_216);
+        assert_eq!(c.denylist_patterns.len(), 7);
+        assert_eq!(
+            c.denylist_patterns[4],
+            r"(?i)^(?:(?:\S*/)?env(?:\s+\S+=\S*)*\s+|(?:\S*/)?(?:sudo|doas|nohup)\s+|(?:\S*/)?timeout(?:\s+\S+)?\s+)*(\S*/)?shutdown\b"
+        );
+        assert_eq!(c.turns.data_dir, PathBuf::from("data/shell/turns"));
+    }
+
+    #[test]
+    fn unknown_keys_are_denied_with_their_path() {
+        let err = Config::from_value(&json!({"fs": {"host_rootz": []}})).unwrap_err();
+        assert!(err.contains("fs") && err.contains("host_rootz"), "{err}");
+        let err = Config::from_value(&json!({"bogus": 1})).unwrap_err();
+        assert!(err.contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn null_and_non_objects_fail_closed() {
+        assert!(
+            Config::from_value(&Value::Null)
+                .unwrap_err()
+                .contains("null")
+        );
+        assert!(Config::from_value(&json!([1])).is_err());
+    }
+
+    #[test]
+    fn absent_jail_keys_do_not_opt_in_to_unjailed() {
+        let c = Config::from_value(&json!({})).unwrap();
+        assert!(!c.fs.allow_unjailed);
+        assert!(c.fs.host_roots.is_empty());
+    }
+
+    #[test]
+    fn every_schema_field_has_a_description() {
+        fn walk(v: &Value, path: &str, missing: &mut Vec<String>) {
+            if let Some(props) = v.get("properties").and_then(Value::as_object) {
+                for (k, p) in props {
+                    if p.get("description").is_none() {
+                        missing.push(format!("{path}.{k}"));
+                    }
+                }
+            }
+            if let Some(defs) = v.get("definitions").and_then(Value::as_object) {
+                for (k, d) in defs {
+                    walk(d, k, missing);
+                }
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Config::json_schema(), "Config", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "fields without description: {missing:?}"
+        );
+    }
+}

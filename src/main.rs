@@ -1,0 +1,191 @@
+//! The `ide` command line: serve (default), `call`, `functions`.
+
+use clap::{Parser, Subcommand};
+use ide::catalog::{Catalog, Services};
+use ide::config::{BUILTIN_DEFAULT_YAML, Config};
+use ide::runtime::{LiveRuntime, Runtime};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(
+    name = "ide",
+    version,
+    about = "iii worker: commands, files, code edits and terminals under one policy"
+)]
+struct Cli {
+    /// WebSocket URL of the iii engine (the flag wins over III_URL).
+    #[arg(long, env = "III_URL", default_value = iii_sdk::DEFAULT_ENGINE_URL, global = true)]
+    url: String,
+    /// Seed config: sent as initial_value on FIRST registration only; `ide call` uses it directly.
+    #[arg(long, default_value = "./config.yaml", global = true)]
+    config: PathBuf,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one function in-process against --config (or the built-in default) and print its JSON result.
+    Call {
+        /// Function id, e.g. coder::info
+        function_id: String,
+        /// JSON payload, or `-` to read it from stdin (default `{}`)
+        payload: Option<String>,
+    },
+    /// Print the function catalog exactly as registered with the engine.
+    Functions,
+}
+
+/// Read the seed: a file that exists must parse; a missing one falls
+/// through to the built-in default.
+fn load_seed(path: &Path) -> Result<Config, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Config::from_yaml(&text).map_err(|e| {
+            format!(
+                "config file {} does not parse, refusing to start: {e}",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Config::from_yaml(BUILTIN_DEFAULT_YAML)
+        }
+        Err(e) => Err(format!("cannot read config file {}: {e}", path.display())),
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match cli.command {
+        None => rt.block_on(serve(cli.url, &cli.config)),
+        Some(Command::Functions) => {
+            let catalog = Catalog::standard();
+            println!("{}", pretty(&catalog.to_json()));
+            ExitCode::SUCCESS
+        }
+        Some(Command::Call {
+            function_id,
+            payload,
+        }) => rt.block_on(call(&cli.config, &function_id, payload.as_deref())),
+    }
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+async fn serve(url: String, config: &Path) -> ExitCode {
+    let seed = match load_seed(config) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let opts = ide::bus::ServeOptions {
+        url,
+        seed: seed.to_value(),
+    };
+    match ide::bus::serve(opts, shutdown_signal()).await {
+        Ok(()) => {
+            tracing::info!("ide stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot watch SIGTERM");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("shutdown requested");
+}
+
+/// `ide call`: exit 0 with the result, 1 with a function error envelope on
+/// stdout, 2 for bad usage or a configuration that cannot be enforced.
+async fn call(config: &Path, function_id: &str, payload: Option<&str>) -> ExitCode {
+    let text = match payload {
+        None => "{}".to_string(),
+        Some("-") => {
+            let mut s = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut s) {
+                eprintln!("cannot read the payload from stdin: {e}");
+                return ExitCode::from(2);
+            }
+            s
+        }
+        Some(s) => s.to_string(),
+    };
+    let payload: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("payload is not valid JSON: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let catalog = Catalog::standard();
+    if catalog.get(function_id).is_none() {
+        eprintln!("unknown function {function_id:?}; `ide functions` lists the catalog");
+        return ExitCode::from(2);
+    }
+    let runtime = match load_seed(config).and_then(Runtime::build) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let services = Arc::new(Services {
+        live: Arc::new(LiveRuntime::new(runtime)),
+        config_source: None,
+    });
+    match catalog.call(&services, function_id, payload).await {
+        Ok(v) => {
+            println!("{}", pretty(&v));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!(
+                "{}",
+                pretty(&serde_json::json!({"code": e.code, "message": e.message}))
+            );
+            ExitCode::from(1)
+        }
+    }
+}

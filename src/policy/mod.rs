@@ -1,0 +1,398 @@
+//! The one path policy.
+//!
+//! [`Policy::resolve`] is the only way any surface turns a wire path into a
+//! filesystem path. It owns jailed vs unjailed mode, relative-path anchoring,
+//! symlink and `..` resolution (component by component against the real
+//! filesystem, like `realpath`, continuing lexically once a component is
+//! missing), jail containment, the per-call scope, `fs.denylist_paths`,
+//! `code.non_accessible_globs` and existence redaction. Surfaces operate on the
+//! [`Resolved`] path it returns and never canonicalize anything themselves.
+//!
+//! Redaction: a path that is missing, unreadable (permission denied), under the
+//! operator denylist or matched by a protected glob yields the same
+//! [`Failure::not_found`] — same code, same words — so nobody can probe for a
+//! denied path.
+
+mod walk;
+
+use crate::config::Config;
+use crate::error::{Class, Failure, Surface};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use std::path::{Path, PathBuf};
+
+/// Whether paths are confined to roots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// `fs.host_roots` set: every path must resolve inside a root.
+    Jailed,
+    /// `fs.allow_unjailed: true` with no roots: deny-only.
+    Unjailed,
+}
+
+/// What the caller will do with the final path component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tail {
+    /// Follow a symlink at the tail (read, write, list, cwd). A dangling one
+    /// is refused.
+    Follow,
+    /// Address the entry itself (stat, remove, rename, chmod of a link).
+    Entry,
+}
+
+/// A wire path after the policy accepted it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// Absolute path with every existing symlink resolved (the tail too,
+    /// unless resolved with [`Tail::Entry`]).
+    pub path: PathBuf,
+    /// The allowed root containing `path`, if any.
+    pub root: Option<PathBuf>,
+    /// Whether `path` existed when it was resolved.
+    pub exists: bool,
+}
+
+/// The compiled policy of one runtime snapshot.
+#[derive(Debug)]
+pub struct Policy {
+    mode: Mode,
+    /// Jail roots (canonical). Empty when unjailed.
+    jail_roots: Vec<PathBuf>,
+    /// Roots the coder surface anchors relative paths at: the jail roots, or
+    /// (unjailed) the working directory then `/tmp`.
+    coder_roots: Vec<PathBuf>,
+    /// `fs.denylist_paths`, each as written and canonicalized.
+    denylist: Vec<PathBuf>,
+    non_accessible: GlobSet,
+    default_exclude: GlobSet,
+    allow_special_bits: bool,
+}
+
+fn compile_globs(key: &str, globs: &[String]) -> Result<GlobSet, String> {
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        let glob = Glob::new(g).map_err(|e| format!("{key}: invalid glob {g:?}: {e}"))?;
+        b.add(glob);
+    }
+    b.build().map_err(|e| format!("{key}: {e}"))
+}
+
+impl Policy {
+    /// Compile the path policy of `cfg`. `cwd` is the worker's working
+    /// directory (the coder surface's first fallback root when unjailed).
+    pub fn build(cfg: &Config, cwd: &Path) -> Result<Policy, String> {
+        let fs = &cfg.fs;
+        let mut jail_roots = Vec::new();
+        for root in &fs.host_roots {
+            if !root.is_absolute() {
+                return Err(format!(
+                    "fs.host_roots entry {root:?} is not absolute; list absolute directories"
+                ));
+            }
+            let canon = std::fs::canonicalize(root).map_err(|e| {
+                format!("fs.host_roots entry {root:?} cannot be resolved ({e}); create it or remove it from the list")
+            })?;
+            if !canon.is_dir() {
+                return Err(format!("fs.host_roots entry {root:?} is not a directory"));
+            }
+            if !jail_roots.contains(&canon) {
+                jail_roots.push(canon);
+            }
+        }
+        let mode = if jail_roots.is_empty() {
+            if !fs.allow_unjailed {
+                return Err(
+                    "fs.host_roots is empty and fs.allow_unjailed is not true: refusing to start \
+                     unjailed: set fs.host_roots to at least one directory, or set \
+                     fs.allow_unjailed: true"
+                        .to_string(),
+                );
+            }
+            Mode::Unjailed
+        } else {
+            Mode::Jailed
+        };
+        let coder_roots = match mode {
+            Mode::Jailed => jail_roots.clone(),
+            Mode::Unjailed => {
+                let mut roots = Vec::new();
+                for candidate in [cwd.to_path_buf(), PathBuf::from("/tmp")] {
+                    if let Ok(c) = std::fs::canonicalize(&candidate) {
+                        if !roots.contains(&c) {
+                            roots.push(c);
+                        }
+                    }
+                }
+                if roots.is_empty() {
+                    roots.push(PathBuf::from("/"));
+                }
+                roots
+            }
+        };
+        let mut denylist = Vec::new();
+        for p in &fs.denylist_paths {
+            if !p.is_absolute() {
+                return Err(format!("fs.denylist_paths entry {p:?} is not absolute"));
+            }
+            denylist.push(walk::lexical(p));
+            if let Ok(c) = std::fs::canonicalize(p) {
+                if !denylist.contains(&c) {
+                    denylist.push(c);
+                }
+            }
+        }
+        Ok(Policy {
+            mode,
+            jail_roots,
+            coder_roots,
+            denylist,
+            non_accessible: compile_globs(
+                "code.non_accessible_globs",
+                &cfg.code.non_accessible_globs,
+            )?,
+            default_exclude: compile_globs(
+                "code.default_exclude_globs",
+                &cfg.code.default_exclude_globs,
+            )?,
+            allow_special_bits: fs.allow_special_bits,
+        })
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The jail roots (empty when unjailed).
+    pub fn jail_roots(&self) -> &[PathBuf] {
+        &self.jail_roots
+    }
+
+    /// The roots the coder surface reports and anchors at.
+    pub fn coder_roots(&self) -> &[PathBuf] {
+        &self.coder_roots
+    }
+
+    fn roots_for(&self, surface: Surface) -> &[PathBuf] {
+        match surface {
+            Surface::Coder => &self.coder_roots,
+            Surface::Shell => &self.jail_roots,
+        }
+    }
+
+    /// Resolve a wire path for `surface`. `scope` is a per-call session
+    /// directory (already resolved with [`Policy::resolve_scope`]): relative
+    /// paths anchor there and the result must stay inside it.
+    pub fn resolve(
+        &self,
+        raw: &str,
+        surface: Surface,
+        tail: Tail,
+        scope: Option<&Path>,
+    ) -> Result<Resolved, Failure> {
+        if raw.is_empty() {
+            return Err(Failure::bad_input(
+                "path is empty; pass a file or directory path (coder::info lists the roots)",
+            ));
+        }
+        if raw.contains('\0') {
+            return Err(Failure::bad_input(format!(
+                "path {raw:?} contains a NUL byte"
+            )));
+        }
+        let wire = Path::new(raw);
+        let absolute = if wire.is_absolute() {
+            wire.to_path_buf()
+        } else if let Some(scope) = scope {
+            scope.join(wire)
+        } else {
+            match (surface, self.mode) {
+                (Surface::Shell, Mode::Unjailed) => {
+                    return Err(Failure::bad_input(format!(
+                        "relative path {raw:?} is not accepted while unjailed (fs.host_roots is \
+                         empty): pass an absolute, already-expanded path (\"~\" is never expanded)"
+                    )));
+                }
+                _ => self.roots_for(surface)[0].join(wire),
+            }
+        };
+        let walked = walk::resolve(&absolute, tail).map_err(|e| match e {
+            walk::WalkError::Denied => Failure::not_found(raw),
+            walk::WalkError::Loop => Failure::bad_input(format!(
+                "path {raw:?} has too many levels of symbolic links"
+            )),
+            walk::WalkError::Io(err) => Failure::io(format!("cannot resolve {raw:?}: {err}")),
+        })?;
+        let root = self.containing_root(&walked.path);
+        if self.mode == Mode::Jailed && root.is_none() {
+            return Err(self.escape(raw, surface));
+        }
+        if let Some(scope) = scope {
+            if !walked.path.starts_with(scope) {
+                return Err(Failure::new(
+                    Class::OutsideScope,
+                    format!(
+                        "path {raw:?} resolves outside the session directory {} (base_dir); pass a \
+                         path inside it, or omit base_dir to address the allowed roots",
+                        scope.display()
+                    ),
+                ));
+            }
+        }
+        if walked.dangling_tail {
+            return Err(Failure::bad_input(format!(
+                "path {raw:?} is a symbolic link whose target does not exist; address the \
+                 target path directly, or remove the link"
+            )));
+        }
+        let lexical = walk::lexical(&absolute);
+        if self.is_denylisted(&walked.path) || self.is_denylisted(&lexical) {
+            return Err(Failure::not_found(raw));
+        }
+        if self.is_non_accessible(&walked.path) {
+            return Err(Failure::not_found(raw));
+        }
+        Ok(Resolved {
+            path: walked.path,
+            root,
+            exists: walked.exists,
+        })
+    }
+
+    /// Resolve an existing path; a missing one is the redacted 211.
+    pub fn resolve_existing(
+        &self,
+        raw: &str,
+        surface: Surface,
+        tail: Tail,
+        scope: Option<&Path>,
+    ) -> Result<Resolved, Failure> {
+        let r = self.resolve(raw, surface, tail, scope)?;
+        if r.exists {
+            Ok(r)
+        } else {
+            Err(Failure::not_found(raw))
+        }
+    }
+
+    /// Resolve a per-call `base_dir`: an existing directory the policy allows.
+    pub fn resolve_scope(&self, raw: &str, surface: Surface) -> Result<PathBuf, Failure> {
+        let r = self.resolve_existing(raw, surface, Tail::Follow, None)?;
+        if !r.path.is_dir() {
+            return Err(Failure::new(
+                Class::WrongType,
+                format!("base_dir {raw:?} is not a directory"),
+            ));
+        }
+        Ok(r.path)
+    }
+
+    fn escape(&self, raw: &str, surface: Surface) -> Failure {
+        let roots: Vec<String> = self
+            .roots_for(surface)
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect();
+        Failure::new(
+            Class::JailEscape,
+            format!(
+                "path {raw:?} escapes the fs jail roots [{}] (lexically or through a symlink); \
+                 pass a path inside one of them (relative paths resolve against {})",
+                roots.join(", "),
+                roots
+                    .first()
+                    .map(String::as_str)
+                    .unwrap_or("the primary root")
+            ),
+        )
+    }
+
+    fn containing_root(&self, p: &Path) -> Option<PathBuf> {
+        let roots = if self.mode == Mode::Jailed {
+            &self.jail_roots
+        } else {
+            &self.coder_roots
+        };
+        roots
+            .iter()
+            .filter(|r| p.starts_with(r))
+            .max_by_key(|r| r.as_os_str().len())
+            .cloned()
+    }
+
+    fn is_denylisted(&self, p: &Path) -> bool {
+        self.denylist.iter().any(|d| p.starts_with(d))
+    }
+
+    /// The strings a glob is matched against: root-relative for a path
+    /// inside a root, else the absolute path without its leading `/`.
+    fn glob_subjects(&self, p: &Path) -> Vec<PathBuf> {
+        let roots = if self.mode == Mode::Jailed {
+            &self.jail_roots
+        } else {
+            &self.coder_roots
+        };
+        let rels: Vec<PathBuf> = roots
+            .iter()
+            .filter_map(|r| p.strip_prefix(r).ok())
+            .filter(|rel| !rel.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .collect();
+        if !rels.is_empty() || roots.iter().any(|r| r == p) {
+            return rels;
+        }
+        p.strip_prefix("/")
+            .map(|r| vec![r.to_path_buf()])
+            .unwrap_or_default()
+    }
+
+    /// Whether an absolute (resolved) path is protected: under the denylist
+    /// or matched by `non_accessible_globs`. Listings flag such entries;
+    /// everything else treats them as missing.
+    pub fn is_protected(&self, p: &Path) -> bool {
+        self.is_denylisted(p) || self.is_non_accessible(p)
+    }
+
+    fn is_non_accessible(&self, p: &Path) -> bool {
+        self.glob_subjects(p)
+            .iter()
+            .any(|s| self.non_accessible.is_match(s))
+    }
+
+    /// Whether a path is hidden by `default_exclude_globs` (noise, not access).
+    pub fn is_excluded(&self, p: &Path) -> bool {
+        self.glob_subjects(p)
+            .iter()
+            .any(|s| self.default_exclude.is_match(s) || self.default_exclude.is_match(s.join("x")))
+    }
+
+    /// Refuse setuid/setgid/sticky bits unless `fs.allow_special_bits`.
+    pub fn check_mode_bits(&self, mode: u32) -> Result<(), Failure> {
+        if mode > 0o7777 {
+            return Err(Failure::bad_input(format!(
+                "mode {mode:o} is out of range; pass an octal mode such as \"0644\""
+            )));
+        }
+        if mode & 0o7000 != 0 && !self.allow_special_bits {
+            return Err(Failure::bad_input(format!(
+                "mode {mode:04o} carries setuid/setgid/sticky bits, which fs.allow_special_bits \
+                 forbids; drop the leading digit (e.g. \"{:04o}\")",
+                mode & 0o777
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Parse an octal mode string (`"644"`, `"0644"`, `"0o644"`).
+pub fn parse_octal_mode(s: &str) -> Result<u32, Failure> {
+    let digits = s.trim().trim_start_matches("0o");
+    if digits.is_empty() || digits.len() > 5 || !digits.chars().all(|c| ('0'..='7').contains(&c)) {
+        return Err(Failure::bad_input(format!(
+            "bad octal mode {s:?}; pass octal digits such as \"0644\" or \"0755\""
+        )));
+    }
+    u32::from_str_radix(digits, 8).map_err(|_| Failure::bad_input(format!("bad octal mode {s:?}")))
+}
+
+#[cfg(test)]
+mod tests;

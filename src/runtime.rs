@@ -1,0 +1,245 @@
+//! The immutable runtime snapshot and its atomic swap.
+//!
+//! A [`Runtime`] is a validated [`Config`] plus everything compiled from it
+//! (the path [`Policy`], the command denylist). It never changes once built:
+//! a hot reload builds a new one and swaps it in ([`LiveRuntime::apply`]); a
+//! call loads one snapshot at its start ([`LiveRuntime::snapshot`]) and uses it
+//! to the end, so no call ever sees half of two policies.
+
+use crate::config::Config;
+use crate::policy::{Mode, Policy};
+use arc_swap::ArcSwap;
+use regex::Regex;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Mutex;
+
+/// One validated, compiled configuration.
+#[derive(Debug)]
+pub struct Runtime {
+    pub config: Config,
+    pub policy: Policy,
+    /// `denylist_patterns`, compiled.
+    pub command_denylist: Vec<Regex>,
+    /// Default working directory for commands (`working_dir` or the worker's).
+    pub working_dir: PathBuf,
+}
+
+impl Runtime {
+    /// Validate and compile `config`. Errors name the key and the fix.
+    pub fn build(config: Config) -> Result<Runtime, String> {
+        let worker_cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let working_dir = match &config.working_dir {
+            None => worker_cwd,
+            Some(dir) => {
+                if !dir.is_absolute() {
+                    return Err(format!(
+                        "working_dir {dir:?} is not absolute; set an absolute directory or null"
+                    ));
+                }
+                if !dir.is_dir() {
+                    return Err(format!(
+                        "working_dir {dir:?} does not exist or is not a directory"
+                    ));
+                }
+                dir.clone()
+            }
+        };
+        if config.max_timeout_ms == 0 {
+            return Err("max_timeout_ms must be greater than 0".to_string());
+        }
+        if config.max_concurrent_jobs == 0 {
+            return Err("max_concurrent_jobs must be at least 1".to_string());
+        }
+        if config.code.list_max_page_size == 0 || config.code.list_default_page_size == 0 {
+            return Err(
+                "code.list_default_page_size and code.list_max_page_size must be at least 1"
+                    .to_string(),
+            );
+        }
+        let policy = Policy::build(&config, &working_dir)?;
+        let mut command_denylist = Vec::new();
+        for pattern in &config.denylist_patterns {
+            let re = Regex::new(pattern)
+                .map_err(|e| format!("denylist_patterns: invalid regex {pattern:?}: {e}"))?;
+            command_denylist.push(re);
+        }
+        Ok(Runtime {
+            config,
+            policy,
+            command_denylist,
+            working_dir,
+        })
+    }
+
+    /// Build from a stored configuration value.
+    pub fn from_value(value: &serde_json::Value) -> Result<Runtime, String> {
+        Runtime::build(Config::from_value(value)?)
+    }
+}
+
+/// Outcome of the most recent hot reload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReloadOutcome {
+    /// The live runtime reflects the most recent configuration the worker loaded.
+    Applied,
+    /// The most recent configuration:updated delivered a value the worker could NOT build; the previous valid policy is still active and the central store has DIVERGED from what the worker is enforcing.
+    Rejected,
+}
+
+/// Hot-reload health, as `shell::config-status` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct ReloadStatus {
+    pub last_outcome: ReloadOutcome,
+    pub last_error: Option<String>,
+    pub rejected_reloads: u64,
+}
+
+/// The live runtime: the current snapshot plus reload bookkeeping.
+pub struct LiveRuntime {
+    current: ArcSwap<Runtime>,
+    status: Mutex<ReloadStatus>,
+}
+
+impl LiveRuntime {
+    pub fn new(runtime: Runtime) -> Self {
+        LiveRuntime {
+            current: ArcSwap::from_pointee(runtime),
+            status: Mutex::new(ReloadStatus {
+                last_outcome: ReloadOutcome::Applied,
+                last_error: None,
+                rejected_reloads: 0,
+            }),
+        }
+    }
+
+    /// The snapshot a call runs against, start to end.
+    pub fn snapshot(&self) -> Arc<Runtime> {
+        self.current.load_full()
+    }
+
+    /// Try to apply a stored value. On failure the last good runtime stays
+    /// and the rejection is recorded. Returns the outcome for logging.
+    pub fn apply(&self, value: &serde_json::Value) -> Result<ApplyReport, String> {
+        match Runtime::from_value(value) {
+            Ok(next) => {
+                let next = Arc::new(next);
+                let prev = self.current.swap(next.clone());
+                let widened = widens_jail(&prev, &next);
+                let mut st = self.status.lock().unwrap_or_else(|p| p.into_inner());
+                st.last_outcome = ReloadOutcome::Applied;
+                st.last_error = None;
+                Ok(ApplyReport { widened })
+            }
+            Err(err) => {
+                let mut st = self.status.lock().unwrap_or_else(|p| p.into_inner());
+                st.last_outcome = ReloadOutcome::Rejected;
+                st.last_error = Some(err.clone());
+                st.rejected_reloads += 1;
+                Err(err)
+            }
+        }
+    }
+
+    pub fn status(&self) -> ReloadStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// What an applied reload changed that an operator must hear about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// Some description when the new policy reaches paths the old one did not.
+    pub widened: Option<String>,
+}
+
+/// Whether `next` reaches paths `prev` could not: unjailing, or a root not
+/// covered by any previous root, or a denylist entry dropped.
+fn widens_jail(prev: &Runtime, next: &Runtime) -> Option<String> {
+    let (p, n) = (&prev.policy, &next.policy);
+    let mut reasons = Vec::new();
+    if p.mode() == Mode::Jailed && n.mode() == Mode::Unjailed {
+        reasons.push("jail removed (fs.host_roots cleared, fs.allow_unjailed)".to_string());
+    } else if n.mode() == Mode::Jailed {
+        for root in n.jail_roots() {
+            if !p.jail_roots().iter().any(|old| root.starts_with(old)) && p.mode() == Mode::Jailed {
+                reasons.push(format!("new root {}", root.display()));
+            }
+        }
+    }
+    for old in &prev.config.fs.denylist_paths {
+        if !next.config.fs.denylist_paths.contains(old) {
+            reasons.push(format!("denylist entry {} removed", old.display()));
+        }
+    }
+    for old in &prev.config.code.non_accessible_globs {
+        if !next.config.code.non_accessible_globs.contains(old) {
+            reasons.push(format!("protected glob {old} removed"));
+        }
+    }
+    if !prev.config.fs.allow_special_bits && next.config.fs.allow_special_bits {
+        reasons.push("special mode bits allowed".to_string());
+    }
+    if reasons.is_empty() {
+        None
+    } else {
+        Some(reasons.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn jailed_value(root: &Path) -> serde_json::Value {
+        json!({"fs": {"host_roots": [root]}})
+    }
+
+    #[test]
+    fn a_rejected_reload_keeps_the_last_good_runtime() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let live = LiveRuntime::new(Runtime::from_value(&jailed_value(dir.path())).unwrap());
+        let before = live.snapshot();
+        let err = live.apply(&json!({"allowlist": []})).unwrap_err();
+        assert!(err.contains("0.8.0"));
+        assert!(Arc::ptr_eq(&before, &live.snapshot()));
+        let st = live.status();
+        assert_eq!(st.last_outcome, ReloadOutcome::Rejected);
+        assert_eq!(st.rejected_reloads, 1);
+        assert!(st.last_error.unwrap().contains("allowlist"));
+        // a nulled value is rejected too, never replaced by a default
+        live.apply(&serde_json::Value::Null).unwrap_err();
+        assert_eq!(live.status().rejected_reloads, 2);
+    }
+
+    #[test]
+    fn an_applied_reload_swaps_and_reports_widening() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let live = LiveRuntime::new(Runtime::from_value(&jailed_value(dir.path())).unwrap());
+        let held = live.snapshot();
+        let report = live
+            .apply(&json!({"fs": {"allow_unjailed": true}}))
+            .unwrap();
+        assert!(report.widened.unwrap().contains("jail removed"));
+        assert_eq!(live.status().last_outcome, ReloadOutcome::Applied);
+        // a call holding the old snapshot keeps it
+        assert_eq!(held.policy.mode(), Mode::Jailed);
+        assert_eq!(live.snapshot().policy.mode(), Mode::Unjailed);
+    }
+
+    #[test]
+    fn bad_denylist_regex_is_refused() {
+        let err = Runtime::from_value(
+            &json!({"fs": {"allow_unjailed": true}, "denylist_patterns": ["("]}),
+        )
+        .unwrap_err();
+        assert!(err.contains("denylist_patterns"), "{err}");
+    }
+}
