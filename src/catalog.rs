@@ -30,11 +30,77 @@ pub trait ConfigSource: Send + Sync {
     async fn fetch(&self) -> Result<Value, String>;
 }
 
+/// The engine as the core sees it: calls to other workers' functions
+/// (sandbox forwarding) and fire-and-forget trigger fan-out. Implemented by
+/// the bus over the SDK, and by fakes in tests.
+#[async_trait::async_trait]
+pub trait Outbound: Send + Sync {
+    /// Call a function over the engine and wait for its result. Errors keep
+    /// the remote `{code, message}` verbatim.
+    async fn call(
+        &self,
+        function_id: &str,
+        payload: Value,
+        timeout_ms: Option<u64>,
+    ) -> Result<Value, WireError>;
+    /// Invoke a bound function without waiting (trigger delivery). Must
+    /// return immediately: a slow subscriber never delays the caller.
+    fn fire(&self, function_id: &str, payload: Value, metadata: Option<Value>);
+}
+
 /// Long-lived services shared by every call.
 pub struct Services {
     pub live: Arc<LiveRuntime>,
     /// Absent in `ide call` mode, where there is no configuration worker.
     pub config_source: Option<Arc<dyn ConfigSource>>,
+    /// Absent in `ide call` mode, where there is no engine.
+    pub outbound: Option<Arc<dyn Outbound>>,
+}
+
+impl Services {
+    /// Services without an engine (`ide call`, unit tests).
+    pub fn standalone(runtime: Runtime) -> Arc<Services> {
+        Arc::new(Services {
+            live: Arc::new(LiveRuntime::new(runtime)),
+            config_source: None,
+            outbound: None,
+        })
+    }
+
+    /// Stop everything the services own (called on worker shutdown).
+    pub async fn shutdown(&self) {}
+}
+
+/// One binding of a custom trigger type, as the engine delivers it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    /// Trigger instance id.
+    pub id: String,
+    /// Function to invoke when the trigger fires.
+    pub function_id: String,
+    /// Binding configuration (validated by the provider).
+    pub config: Value,
+    /// Caller metadata, sent back with every fire.
+    pub metadata: Option<Value>,
+}
+
+/// The provider side of a custom trigger type.
+#[async_trait::async_trait]
+pub trait TriggerProvider: Send + Sync {
+    async fn register(&self, services: &Arc<Services>, binding: Binding) -> Result<(), Failure>;
+    async fn unregister(&self, services: &Arc<Services>, binding_id: &str);
+}
+
+/// A custom trigger type this worker provides.
+#[derive(Clone)]
+pub struct TriggerTypeDef {
+    pub id: &'static str,
+    pub description: &'static str,
+    /// Schema of the binding `config`.
+    pub config_schema: Value,
+    /// Schema of the payload each fire carries.
+    pub payload_schema: Value,
+    pub provider: Arc<dyn TriggerProvider>,
 }
 
 /// What a handler gets: one runtime snapshot and the shared services.
@@ -248,9 +314,10 @@ fn decode<Req: DeserializeOwned>(
     })
 }
 
-/// The function table.
+/// The function table (and the trigger types this worker provides).
 pub struct Catalog {
     defs: Vec<FunctionDef>,
+    trigger_types: Vec<TriggerTypeDef>,
 }
 
 impl Catalog {
@@ -261,11 +328,19 @@ impl Catalog {
             crate::control::config_status::def(),
             crate::control::on_config_change::def(),
         ];
-        Catalog { defs }
+        let trigger_types = vec![];
+        Catalog {
+            defs,
+            trigger_types,
+        }
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &FunctionDef> {
         self.defs.iter()
+    }
+
+    pub fn trigger_types(&self) -> impl Iterator<Item = &TriggerTypeDef> {
+        self.trigger_types.iter()
     }
 
     pub fn get(&self, id: &str) -> Option<&FunctionDef> {
@@ -288,20 +363,32 @@ impl Catalog {
 
     /// The catalog as printed by `ide functions`: exactly what is registered.
     pub fn to_json(&self) -> Value {
-        Value::Array(
-            self.defs
-                .iter()
-                .map(|d| {
-                    serde_json::json!({
-                        "id": d.id,
-                        "description": d.description,
-                        "metadata": d.metadata,
-                        "request_schema": d.request_schema,
-                        "response_schema": d.response_schema,
-                    })
+        let functions: Vec<Value> = self
+            .defs
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "id": d.id,
+                    "description": d.description,
+                    "metadata": d.metadata,
+                    "request_schema": d.request_schema,
+                    "response_schema": d.response_schema,
                 })
-                .collect(),
-        )
+            })
+            .collect();
+        let triggers: Vec<Value> = self
+            .trigger_types
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "id": t.id,
+                    "description": t.description,
+                    "config_schema": t.config_schema,
+                    "payload_schema": t.payload_schema,
+                })
+            })
+            .collect();
+        serde_json::json!({ "functions": functions, "trigger_types": triggers })
     }
 }
 
@@ -312,12 +399,7 @@ mod tests {
     use serde_json::json;
 
     fn services() -> Arc<Services> {
-        Arc::new(Services {
-            live: Arc::new(LiveRuntime::new(
-                Runtime::build(Config::zero_config()).unwrap(),
-            )),
-            config_source: None,
-        })
+        Services::standalone(Runtime::build(Config::zero_config()).unwrap())
     }
 
     #[test]

@@ -3,11 +3,10 @@
 use clap::{Parser, Subcommand};
 use ide::catalog::{Catalog, Services};
 use ide::config::{BUILTIN_DEFAULT_YAML, Config};
-use ide::runtime::{LiveRuntime, Runtime};
+use ide::runtime::Runtime;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 #[derive(Parser)]
 #[command(
@@ -171,11 +170,10 @@ async fn call(config: &Path, function_id: &str, payload: Option<&str>) -> ExitCo
             return ExitCode::from(2);
         }
     };
-    let services = Arc::new(Services {
-        live: Arc::new(LiveRuntime::new(runtime)),
-        config_source: None,
-    });
-    match catalog.call(&services, function_id, payload).await {
+    let services = Services::standalone(runtime);
+    let result = catalog.call(&services, function_id, payload).await;
+    services.shutdown().await;
+    match result {
         Ok(v) => {
             println!("{}", pretty(&v));
             ExitCode::SUCCESS

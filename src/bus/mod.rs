@@ -12,11 +12,13 @@
 
 mod config_sync;
 
-use crate::catalog::{Catalog, ConfigSource, Services};
+use crate::catalog::{Binding, Catalog, ConfigSource, Outbound, Services, TriggerProvider};
+use crate::error::WireError;
 use crate::runtime::{LiveRuntime, Runtime};
-use iii_sdk::protocol::RegisterTriggerInput;
+use iii_sdk::protocol::{RegisterTriggerInput, TriggerAction, TriggerRequest};
 use iii_sdk::runtime::{IIIConnectionState, WorkerMetadata};
-use iii_sdk::{IIIClient, InitOptions, RegisterFunction};
+use iii_sdk::trigger::{TriggerConfig, TriggerHandler};
+use iii_sdk::{IIIClient, InitOptions, RegisterFunction, RegisterTriggerType};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,15 +72,30 @@ pub async fn serve(
         },
     );
     tokio::pin!(shutdown);
-    let result = tokio::select! {
-        r = run(&iii, opts.seed) => r,
-        _ = &mut shutdown => Ok(()),
+    let started = tokio::select! {
+        r = start(&iii, opts.seed) => r,
+        _ = &mut shutdown => {
+            iii.shutdown_async().await;
+            return Ok(());
+        }
     };
+    let services = match started {
+        Ok(s) => s,
+        Err(e) => {
+            iii.shutdown_async().await;
+            return Err(e);
+        }
+    };
+    tokio::select! {
+        _ = watch_reconnects(&iii, &services) => {}
+        _ = &mut shutdown => {}
+    }
+    services.shutdown().await;
     iii.shutdown_async().await;
-    result
+    Ok(())
 }
 
-async fn run(iii: &IIIClient, seed: Value) -> Result<(), ServeError> {
+async fn start(iii: &IIIClient, seed: Value) -> Result<Arc<Services>, ServeError> {
     wait_registered(iii).await?;
     let value = config_sync::confirm(iii, &seed).await?;
     let runtime = Runtime::from_value(&value).map_err(|e| {
@@ -93,16 +110,21 @@ async fn run(iii: &IIIClient, seed: Value) -> Result<(), ServeError> {
         "configuration confirmed"
     );
     let source: Arc<dyn ConfigSource> = Arc::new(config_sync::BusConfigSource { iii: iii.clone() });
+    let outbound: Arc<dyn Outbound> = Arc::new(SdkOutbound {
+        iii: iii.clone(),
+        main: tokio::runtime::Handle::current(),
+    });
     let services = Arc::new(Services {
         live: Arc::new(LiveRuntime::new(runtime)),
         config_source: Some(source),
+        outbound: Some(outbound),
     });
     let catalog = Arc::new(Catalog::standard());
     register_catalog(iii, &catalog, &services);
+    register_trigger_types(iii, &catalog, &services);
     bind_config_trigger(iii);
     tracing::info!(functions = catalog.iter().count(), "ide serving");
-    watch_reconnects(iii, &services).await;
-    Ok(())
+    Ok(services)
 }
 
 /// Wait for the engine to accept this worker; retries are the SDK's (every 2 s).
@@ -156,6 +178,111 @@ fn register_catalog(iii: &IIIClient, catalog: &Arc<Catalog>, services: &Arc<Serv
         .request_format(def.request_schema.clone())
         .response_format(def.response_schema.clone());
         iii.register_function(def.id, registration);
+    }
+}
+
+/// The core's view of the engine, over the SDK.
+struct SdkOutbound {
+    iii: IIIClient,
+    main: tokio::runtime::Handle,
+}
+
+#[async_trait::async_trait]
+impl Outbound for SdkOutbound {
+    async fn call(
+        &self,
+        function_id: &str,
+        payload: Value,
+        timeout_ms: Option<u64>,
+    ) -> Result<Value, WireError> {
+        let mut req = TriggerRequest::new(function_id, payload);
+        req.timeout_ms = timeout_ms;
+        self.iii.trigger(req).await.map_err(|e| match e {
+            iii_sdk::Error::Remote { code, message, .. } => WireError { code, message },
+            other => WireError {
+                code: "S216".to_string(),
+                message: format!("engine call {function_id} failed: {other}"),
+            },
+        })
+    }
+
+    fn fire(&self, function_id: &str, payload: Value, metadata: Option<Value>) {
+        let mut req = TriggerRequest::new(function_id, payload);
+        req.action = Some(TriggerAction::Void);
+        let req = match metadata {
+            Some(m) => req.metadata(m),
+            None => req.into(),
+        };
+        let iii = self.iii.clone();
+        let function_id = function_id.to_string();
+        self.main.spawn(async move {
+            if let Err(e) = iii.trigger(req).await {
+                tracing::debug!(function_id = %function_id, error = %e, "trigger delivery failed");
+            }
+        });
+    }
+}
+
+/// Adapts a core [`TriggerProvider`] to the SDK's trigger handler, moving
+/// the work onto the worker's runtime.
+struct ProviderHandler {
+    provider: Arc<dyn TriggerProvider>,
+    services: Arc<Services>,
+    main: tokio::runtime::Handle,
+}
+
+#[async_trait::async_trait]
+impl TriggerHandler for ProviderHandler {
+    async fn register_trigger(&self, config: TriggerConfig) -> Result<(), iii_sdk::Error> {
+        let provider = self.provider.clone();
+        let services = self.services.clone();
+        let binding = Binding {
+            id: config.id,
+            function_id: config.function_id,
+            config: config.config,
+            metadata: config.metadata,
+        };
+        let task = self
+            .main
+            .spawn(async move { provider.register(&services, binding).await });
+        match task.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(f)) => {
+                let wire = f.to_wire(crate::error::Surface::Shell);
+                Err(iii_sdk::Error::Remote {
+                    code: wire.code,
+                    message: wire.message,
+                    stacktrace: None,
+                })
+            }
+            Err(e) => Err(iii_sdk::Error::Runtime(e.to_string())),
+        }
+    }
+
+    async fn unregister_trigger(&self, config: TriggerConfig) -> Result<(), iii_sdk::Error> {
+        let provider = self.provider.clone();
+        let services = self.services.clone();
+        let id = config.id;
+        let _ = self
+            .main
+            .spawn(async move { provider.unregister(&services, &id).await })
+            .await;
+        Ok(())
+    }
+}
+
+/// Register every trigger type of the catalog. The SDK takes the binding
+/// config and payload schemas as types, so each type is listed here once.
+#[allow(deprecated)]
+fn register_trigger_types(iii: &IIIClient, catalog: &Catalog, services: &Arc<Services>) {
+    for t in catalog.trigger_types() {
+        let handler = ProviderHandler {
+            provider: t.provider.clone(),
+            services: services.clone(),
+            main: tokio::runtime::Handle::current(),
+        };
+        let reg = RegisterTriggerType::new(t.id, t.description, handler);
+        let _ = iii.register_trigger_type(reg);
     }
 }
 

@@ -126,14 +126,10 @@ mod tests {
     use super::*;
     use crate::catalog::Services;
     use crate::config::Config;
-    use crate::runtime::{LiveRuntime, Runtime};
-    use std::sync::Arc;
+    use crate::runtime::Runtime;
 
     fn ctx(cfg: Config) -> Ctx {
-        Ctx::new(Arc::new(Services {
-            live: Arc::new(LiveRuntime::new(Runtime::build(cfg).unwrap())),
-            config_source: None,
-        }))
+        Ctx::new(Services::standalone(Runtime::build(cfg).unwrap()))
     }
 
     #[test]
