@@ -27,3 +27,4 @@ pub mod control;
 pub mod error;
 pub mod policy;
 pub mod runtime;
+pub mod sandbox;
