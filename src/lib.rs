@@ -13,7 +13,8 @@
 //!   atomically on hot reload.
 //! - [`catalog`]: the ONE function table (ids, descriptions, schemas,
 //!   handlers) shared by the engine bus, `ide call` and the tests.
-//! - [`coder`], [`control`]: the functions, one module each.
+//! - [`stream`]: transport-free byte streams (channels) for large payloads.
+//! - [`coder`], [`fs`], [`control`]: the functions, one module each.
 //! - [`bus`]: the engine connection (the only module that knows about iii).
 //!
 //! Core modules know nothing about the transport: a function is a plain
@@ -25,6 +26,8 @@ pub mod coder;
 pub mod config;
 pub mod control;
 pub mod error;
+pub mod fs;
 pub mod policy;
 pub mod runtime;
 pub mod sandbox;
+pub mod stream;

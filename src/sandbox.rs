@@ -12,14 +12,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Where to run.
+// Where to run. (Plain comments: the contract's Target schema carries no
+// descriptions.)
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Target {
-    /// On this worker's host.
+    // On this worker's host.
     #[default]
     Host,
-    /// Inside an iii-sandbox microVM.
+    // Inside an iii-sandbox microVM.
     Sandbox {
         #[schemars(with = "uuid::Uuid")]
         sandbox_id: String,

@@ -319,7 +319,9 @@ impl Policy {
             .cloned()
     }
 
-    fn is_denylisted(&self, p: &Path) -> bool {
+    /// Whether an absolute (resolved) path is under `fs.denylist_paths`.
+    /// Listings hide such entries: they must read exactly like missing ones.
+    pub fn is_denylisted(&self, p: &Path) -> bool {
         self.denylist.iter().any(|d| p.starts_with(d))
     }
 
