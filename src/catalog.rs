@@ -325,6 +325,9 @@ impl Catalog {
     pub fn standard() -> Catalog {
         let defs = vec![
             crate::coder::info::def(),
+            crate::coder::read_file::def(),
+            crate::coder::list_folder::def(),
+            crate::coder::tree::def(),
             crate::control::config_status::def(),
             crate::control::on_config_change::def(),
         ];

@@ -28,3 +28,5 @@ pub mod error;
 pub mod policy;
 pub mod runtime;
 pub mod sandbox;
+#[cfg(test)]
+pub mod testkit;
