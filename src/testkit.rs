@@ -15,9 +15,15 @@ pub struct Jail {
     pub services: Arc<Services>,
 }
 
+impl Default for Jail {
+    fn default() -> Self {
+        Self::with(|_| {})
+    }
+}
+
 impl Jail {
     pub fn new() -> Jail {
-        Self::with(|_| {})
+        Self::default()
     }
 
     /// A jail whose config is adjusted by `tweak` first.
