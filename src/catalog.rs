@@ -328,6 +328,9 @@ impl Catalog {
             crate::coder::read_file::def(),
             crate::coder::list_folder::def(),
             crate::coder::tree::def(),
+            crate::coder::create_file::def(),
+            crate::coder::delete_file::def(),
+            crate::coder::move_file::def(),
             crate::control::config_status::def(),
             crate::control::on_config_change::def(),
         ];

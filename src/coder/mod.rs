@@ -5,9 +5,12 @@
 //! canonicalizes or checks globs by itself. Blocking file work runs on the
 //! blocking pool ([`blocking`]). Writes go through [`crate::atomic`].
 
+pub mod create_file;
+pub mod delete_file;
 pub mod info;
 pub mod lines;
 pub mod list_folder;
+pub mod move_file;
 pub mod read_file;
 pub mod tree;
 
