@@ -329,6 +329,7 @@ impl Catalog {
             crate::coder::list_folder::def(),
             crate::coder::tree::def(),
             crate::coder::create_file::def(),
+            crate::coder::update_file::def(),
             crate::coder::delete_file::def(),
             crate::coder::move_file::def(),
             crate::control::config_status::def(),

@@ -13,6 +13,7 @@ pub mod list_folder;
 pub mod move_file;
 pub mod read_file;
 pub mod tree;
+pub mod update_file;
 
 use crate::catalog::Ctx;
 use crate::error::{Failure, Surface};
