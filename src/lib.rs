@@ -20,6 +20,7 @@
 //! Core modules know nothing about the transport: a function is a plain
 //! async fn over typed request/response structs and a [`catalog::Ctx`].
 
+pub mod atomic;
 pub mod bus;
 pub mod catalog;
 pub mod coder;
@@ -31,3 +32,5 @@ pub mod policy;
 pub mod runtime;
 pub mod sandbox;
 pub mod stream;
+#[cfg(test)]
+pub mod testkit;

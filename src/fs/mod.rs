@@ -1,9 +1,10 @@
 //! `shell::fs::*`: the byte-level filesystem surface.
 //!
 //! One module a function (`ls`, `stat`, `read`, `write`, `mkdir`, `rm`,
-//! `chmod`, `mv`, `grep`, `sed`), plus what they share: [`atomic`] (temp file
-//! in the target's directory, fsync, rename, directory fsync), [`tree`] (the
-//! walk behind grep and sed) and the helpers below.
+//! `chmod`, `mv`, `grep`, `sed`), plus what they share: [`tree`] (the walk
+//! behind grep and sed) and the helpers below. Whole files are replaced only
+//! through [`crate::atomic`] (temp file beside the target, fsync, rename,
+//! directory fsync).
 //!
 //! Rules every function here keeps:
 //! - every wire path goes through `ctx.runtime.policy.resolve*` and nothing
@@ -19,7 +20,6 @@
 //!   function (see [`forward`]) with the contract's defaults for the
 //!   host-only response fields.
 
-pub mod atomic;
 pub mod chmod;
 pub mod grep;
 pub mod ls;

@@ -1,17 +1,18 @@
 //! `shell::fs::mv`: rename one path within one filesystem.
 //!
 //! Both ends are addressed as entries (a symlink is moved, or replaced, as a
-//! link). Without `overwrite` the rename uses `renameat2(RENAME_NOREPLACE)`,
-//! so an existing destination is S213 even against a racing creator (the
-//! kernel refuses atomically; a filesystem without that flag falls back to
-//! check-then-rename). With `overwrite` the destination is replaced
-//! atomically; `overwrote` reports whether it existed just before.
+//! link). Without `overwrite` the rename is [`crate::atomic::rename`] with
+//! [`Clobber::Never`] (`renameat2(RENAME_NOREPLACE)`), so an existing
+//! destination is S213 even against a racing creator: the kernel refuses
+//! atomically. With `overwrite` the destination is replaced atomically;
+//! `overwrote` reports whether it existed just before.
 //!
 //! A jail root cannot be moved (S210). A directory holding protected
 //! entries cannot be moved either (S210): a new name could take them out
 //! of their protected glob. Across filesystems rename(2) fails; the error
 //! points to `coder::move`, which copies and deletes.
 
+use crate::atomic::Clobber;
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
 use crate::policy::Tail;
@@ -118,12 +119,12 @@ pub async fn mv(ctx: Ctx, req: MvRequest) -> Result<MvResponse, Failure> {
         if !overwrite && existed {
             return Err(exists_error());
         }
-        let result = if overwrite {
-            std::fs::rename(&src.path, &dst.path)
+        let clobber = if overwrite {
+            Clobber::Replace
         } else {
-            rename_noreplace(&src.path, &dst.path)
+            Clobber::Never
         };
-        result.map_err(|e| match e.kind() {
+        crate::atomic::rename(&src.path, &dst.path, clobber).map_err(|e| match e.kind() {
             std::io::ErrorKind::AlreadyExists => exists_error(),
             std::io::ErrorKind::CrossesDevices => Failure::io(format!(
                 "{raw_src:?} and {raw_dst:?} are on different filesystems and shell::fs::mv only \
@@ -135,7 +136,7 @@ pub async fn mv(ctx: Ctx, req: MvRequest) -> Result<MvResponse, Failure> {
             }
             _ => Failure::from_io(&raw_dst, &e),
         })?;
-        super::atomic::sync_dir(dst.path.parent().unwrap_or(Path::new("/")));
+        let _ = crate::atomic::sync_dir(dst.path.parent().unwrap_or(Path::new("/")));
         Ok(MvResponse {
             moved: true,
             src: raw_src,
@@ -144,22 +145,6 @@ pub async fn mv(ctx: Ctx, req: MvRequest) -> Result<MvResponse, Failure> {
         })
     })
     .await
-}
-
-/// rename(2) that refuses to replace an existing destination, atomically
-/// where the filesystem supports it.
-fn rename_noreplace(src: &Path, dst: &Path) -> std::io::Result<()> {
-    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
-    match renameat2(AT_FDCWD, src, AT_FDCWD, dst, RenameFlags::RENAME_NOREPLACE) {
-        Ok(()) => Ok(()),
-        Err(nix::errno::Errno::EINVAL) | Err(nix::errno::Errno::ENOSYS) => {
-            if std::fs::symlink_metadata(dst).is_ok() {
-                return Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists));
-            }
-            std::fs::rename(src, dst)
-        }
-        Err(e) => Err(std::io::Error::from(e)),
-    }
 }
 
 #[cfg(test)]

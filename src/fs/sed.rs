@@ -10,7 +10,7 @@
 //! Like sed(1), matching is per line (a match never spans a line break), and
 //! files are streamed: each line is read, rewritten and written to a temp
 //! file beside the original, which replaces it atomically
-//! ([`super::atomic`]) only when something changed — mode and owner kept.
+//! ([`crate::atomic`]) only when something changed — mode and owner kept.
 //! Memory is bounded by the longest line, which may not exceed
 //! `fs.max_write_bytes` (or 64 MiB when that is unlimited), and the output
 //! may not exceed `fs.max_write_bytes` (S218 for that file).
@@ -21,8 +21,8 @@
 //! the files it changed or failed on. A bad pattern fails the whole call
 //! (S217) before any file is touched.
 
-use super::atomic::Staged;
 use super::tree::{Filter, Tree};
+use crate::atomic::Staged;
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
 use crate::policy::Tail;

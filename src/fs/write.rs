@@ -7,7 +7,7 @@
 //! streamed into a temp file beside the target in bounded memory and
 //! counted against `fs.max_write_bytes` (S218 as soon as they pass it).
 //!
-//! Every file is replaced atomically ([`super::atomic`]): temp file, exact
+//! Every file is replaced atomically ([`crate::atomic`]): temp file, exact
 //! mode, fsync, rename, directory fsync. A failed or interrupted write leaves
 //! the previous file intact. A batch stages every file before swapping any
 //! in, so a failure while receiving or writing any of them changes nothing.
@@ -21,7 +21,7 @@
 //! the same way whether the writer finished or vanished, so a caller that
 //! may die mid-upload should check `bytes_written`.
 
-use super::atomic::{Sealed, Staged};
+use crate::atomic::{Sealed, Staged};
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
 use crate::policy::Tail;
