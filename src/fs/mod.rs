@@ -243,3 +243,85 @@ mod contract_tests {
         assert!(diffs.is_empty(), "{}", diffs.join("\n"));
     }
 }
+
+#[cfg(test)]
+mod sandbox_tests {
+    use super::testkit::*;
+    use crate::error::WireError;
+    use serde_json::{Value, json};
+
+    /// One valid sandbox-targeted payload per function.
+    fn payloads() -> Vec<(&'static str, Value)> {
+        let t = sandbox_target();
+        let chan = json!({"channel_id": "c", "access_key": "k", "direction": "read"});
+        vec![
+            ("shell::fs::ls", json!({"path": "/w", "target": t})),
+            ("shell::fs::stat", json!({"path": "/w", "target": t})),
+            ("shell::fs::read", json!({"path": "/w", "target": t})),
+            (
+                "shell::fs::write",
+                json!({"path": "/w", "content": chan, "target": t}),
+            ),
+            ("shell::fs::mkdir", json!({"path": "/w", "target": t})),
+            ("shell::fs::rm", json!({"path": "/w", "target": t})),
+            (
+                "shell::fs::chmod",
+                json!({"path": "/w", "mode": "0644", "target": t}),
+            ),
+            (
+                "shell::fs::mv",
+                json!({"src": "/a", "dst": "/b", "target": t}),
+            ),
+            (
+                "shell::fs::grep",
+                json!({"path": "/w", "pattern": "x", "target": t}),
+            ),
+            (
+                "shell::fs::sed",
+                json!({"path": "/w", "pattern": "x", "replacement": "y", "target": t}),
+            ),
+        ]
+    }
+
+    #[tokio::test]
+    async fn disabled_sandboxes_refuse_every_function_with_210() {
+        let k = Kit::build(|c, _| c.sandbox.enabled = false);
+        for (id, payload) in payloads() {
+            let e = k.err(id, payload).await;
+            assert_eq!(e.code, "S210", "{id}");
+            assert!(e.message.contains("sandbox.enabled"), "{id}: {}", e.message);
+        }
+        assert!(k.sandbox_calls().is_empty());
+    }
+
+    #[tokio::test]
+    async fn sandbox_codes_pass_through_or_collapse_to_216_on_every_function() {
+        let k = Kit::jailed();
+        for (id, payload) in payloads() {
+            let op = id.trim_start_matches("shell::fs::");
+            let remote = format!("sandbox::fs::{op}");
+            for (code, want) in [
+                ("S300", "S300"),
+                ("S002", "S002"),
+                ("S400", "S400"),
+                ("S211", "S216"),
+            ] {
+                k.sandbox_answers(
+                    &remote,
+                    Err(WireError {
+                        code: code.into(),
+                        message: "from the sandbox".into(),
+                    }),
+                );
+                let e = k.err(id, payload.clone()).await;
+                assert_eq!(e.code, want, "{id} {code}");
+                assert!(e.message.contains("from the sandbox"));
+            }
+            // no sandbox worker at all: 216 naming the missing function
+            k.engine.answers.lock().unwrap().remove(&remote);
+            let e = k.err(id, payload.clone()).await;
+            assert_eq!(e.code, "S216", "{id}");
+            assert!(e.message.contains(&remote), "{id}: {}", e.message);
+        }
+    }
+}
