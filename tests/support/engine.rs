@@ -273,6 +273,8 @@ struct State {
     config: HashMap<String, ConfigEntry>,
     rejections: Vec<String>,
     calls: Vec<CallRecord>,
+    /// False: the configuration worker is absent (its functions are not found).
+    configuration_available: bool,
 }
 
 struct Shared {
@@ -338,6 +340,7 @@ impl LoopbackEngine {
             config: HashMap::new(),
             rejections: Vec::new(),
             calls: Vec::new(),
+            configuration_available: true,
         };
         state.trigger_types.insert(
             CONFIGURATION_TRIGGER.to_string(),
@@ -589,6 +592,13 @@ impl LoopbackEngine {
                 None => false,
             }
         })
+    }
+
+    /// Take the configuration worker away (its functions answer
+    /// `function_not_found`) or bring it back.
+    pub fn set_configuration_available(&self, available: bool) {
+        self.shared.lock().configuration_available = available;
+        self.shared.bump();
     }
 
     /// Worker names refused with `WORKER_NAMESPACE_CONFLICT`, in order.
@@ -1581,6 +1591,9 @@ fn engine_function(
     function_id: &str,
     data: &Value,
 ) -> Option<Result<Value, ErrorBody>> {
+    if function_id.starts_with("configuration::") && !st.configuration_available {
+        return None;
+    }
     let outcome = match function_id {
         "engine::workers::register" => register_worker(st, caller, data),
         "engine::register_trigger" => engine_register_trigger(st, data),
