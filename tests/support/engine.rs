@@ -279,6 +279,8 @@ struct State {
     config: HashMap<String, ConfigEntry>,
     rejections: Vec<String>,
     calls: Vec<CallRecord>,
+    /// False: the configuration worker is absent (its functions are not found).
+    configuration_available: bool,
 }
 
 struct Shared {
@@ -345,6 +347,7 @@ impl LoopbackEngine {
             config: HashMap::new(),
             rejections: Vec::new(),
             calls: Vec::new(),
+            configuration_available: true,
         };
         state.trigger_types.insert(
             CONFIGURATION_TRIGGER.to_string(),
@@ -601,6 +604,13 @@ impl LoopbackEngine {
     /// Data channels created whose two ends have not both connected yet.
     pub fn open_channels(&self) -> usize {
         self.shared.lock().channels.open()
+    }
+
+    /// Take the configuration worker away (its functions answer
+    /// `function_not_found`) or bring it back.
+    pub fn set_configuration_available(&self, available: bool) {
+        self.shared.lock().configuration_available = available;
+        self.shared.bump();
     }
 
     /// Worker names refused with `WORKER_NAMESPACE_CONFLICT`, in order.
@@ -1609,6 +1619,9 @@ fn engine_function(
     function_id: &str,
     data: &Value,
 ) -> Option<Result<Value, ErrorBody>> {
+    if function_id.starts_with("configuration::") && !st.configuration_available {
+        return None;
+    }
     let outcome = match function_id {
         "engine::workers::register" => register_worker(st, caller, data),
         "engine::register_trigger" => engine_register_trigger(st, data),
