@@ -11,7 +11,7 @@
 //! Run: `cargo bench --bench fs` (`FS_BENCH_MB` sets the file size, default
 //! 1024; `FS_BENCH_DIR` where the temp files go, default the system temp
 //! dir; `FS_BENCH_TREE` the tree to grep). Everything is created in a temp
-//! dir and deleted at the end. Results are summarized in BENCHMARKS-fs.md.
+//! dir and deleted at the end. Results are summarized in BENCHMARKS.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
