@@ -14,6 +14,8 @@
 //! - [`catalog`]: the ONE function table (ids, descriptions, schemas,
 //!   handlers) shared by the engine bus, `ide call` and the tests.
 //! - [`coder`], [`control`]: the functions, one module each.
+//! - [`exec`]: commands, background jobs and the `shell::job-finished`
+//!   trigger (process groups, capture caps, the env gate, the denylist).
 //! - [`bus`]: the engine connection (the only module that knows about iii).
 //!
 //! Core modules know nothing about the transport: a function is a plain
@@ -25,6 +27,7 @@ pub mod coder;
 pub mod config;
 pub mod control;
 pub mod error;
+pub mod exec;
 pub mod policy;
 pub mod runtime;
 pub mod sandbox;
