@@ -331,6 +331,13 @@ impl Catalog {
     pub fn standard() -> Catalog {
         let defs = vec![
             crate::coder::info::def(),
+            crate::coder::read_file::def(),
+            crate::coder::list_folder::def(),
+            crate::coder::tree::def(),
+            crate::coder::create_file::def(),
+            crate::coder::update_file::def(),
+            crate::coder::delete_file::def(),
+            crate::coder::move_file::def(),
             crate::control::config_status::def(),
             crate::control::on_config_change::def(),
             crate::exec::exec::def(),

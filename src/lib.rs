@@ -21,6 +21,7 @@
 //! Core modules know nothing about the transport: a function is a plain
 //! async fn over typed request/response structs and a [`catalog::Ctx`].
 
+pub mod atomic;
 pub mod bus;
 pub mod catalog;
 pub mod coder;
@@ -31,3 +32,5 @@ pub mod exec;
 pub mod policy;
 pub mod runtime;
 pub mod sandbox;
+#[cfg(test)]
+pub mod testkit;

@@ -319,7 +319,8 @@ impl Policy {
             .cloned()
     }
 
-    fn is_denylisted(&self, p: &Path) -> bool {
+    /// Whether a path is under `fs.denylist_paths` (hidden from listings too).
+    pub fn is_denylisted(&self, p: &Path) -> bool {
         self.denylist.iter().any(|d| p.starts_with(d))
     }
 
@@ -352,7 +353,8 @@ impl Policy {
         self.is_denylisted(p) || self.is_non_accessible(p)
     }
 
-    fn is_non_accessible(&self, p: &Path) -> bool {
+    /// Whether a path matches `non_accessible_globs` (listed, never opened).
+    pub fn is_non_accessible(&self, p: &Path) -> bool {
         self.glob_subjects(p)
             .iter()
             .any(|s| self.non_accessible.is_match(s))

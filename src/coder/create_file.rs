@@ -1,0 +1,395 @@
+//! `coder::create-file`: batched whole-file writes with per-entry results.
+//!
+//! Each entry is independent: one failure never stops the others. A write is
+//! atomic and durable ([`crate::atomic`]); `overwrite: false` is enforced by
+//! the kernel at rename time (no check-then-write race); `expected_revision`
+//! refuses to replace bytes that changed since the caller read them (C221,
+//! nothing written).
+
+use super::{blocking, resolve, resolve_scope, revision_of};
+use crate::atomic::{Clobber, write_atomic};
+use crate::catalog::{Ctx, Flags, FunctionDef, function};
+use crate::error::{Class, Failure, Surface, WireError};
+use crate::policy::parse_octal_mode;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+fn default_mode() -> String {
+    "0644".to_string()
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One file to create.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateFileSpec {
+    /// File to create.
+    pub path: String,
+    /// The file's full text.
+    pub content: String,
+    /// When false (the default), refuse to write if `path` already exists.
+    #[serde(default)]
+    pub overwrite: bool,
+    /// Create missing parent directories. Defaults to true so a single `coder::create-file` call can scaffold a fresh subtree.
+    #[serde(default = "yes")]
+    pub parents: bool,
+    /// Octal permission bits as a string, e.g. "0644". Defaults to "0644".
+    #[serde(default = "default_mode")]
+    pub mode: String,
+    /// Optimistic-concurrency guard for an overwrite: the `revision` from coder::read-file; if the content changed the entry fails C221 unwritten.
+    #[serde(default)]
+    pub expected_revision: Option<String>,
+}
+
+/// Create one or more files.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "CreateFileInput")]
+pub struct CreateFileInput {
+    /// Files to create, each processed independently.
+    pub files: Vec<CreateFileSpec>,
+    /// Optional per-call session working directory: relative paths anchor here and must stay inside it (C220).
+    #[serde(default)]
+    pub base_dir: Option<String>,
+}
+
+/// Outcome of one entry.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CreateFileResult {
+    /// Canonical absolute path (resolved through the jail); the caller's input verbatim when resolution failed.
+    pub path: String,
+    pub success: bool,
+    pub bytes_written: u64,
+    /// Revision (SHA-256 hex) of the exact bytes written. Supply this as `expected_revision` on a later overwrite to avoid lost updates.
+    pub revision: Option<String>,
+    /// Structured error for this entry. `code` is stable for programmatic branching (e.g. `"C213"` means already-exists; pass `overwrite=true` to replace). `message` carries the corrective action.
+    pub error: Option<WireError>,
+}
+
+/// Per-entry results, in request order.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(title = "CreateFileOutput")]
+pub struct CreateFileOutput {
+    pub results: Vec<CreateFileResult>,
+}
+
+pub fn def() -> FunctionDef {
+    function(
+        "coder::create-file",
+        "Create one or more files atomically; per-file overwrite and parents flags. For a \
+         conflict-safe overwrite pass the revision from coder::read-file as expected_revision \
+         (stale revision: C221, nothing written). Paths: relative to the primary root or absolute \
+         inside an allowed root (see coder::info).",
+        Flags {
+            display: true,
+            ..Flags::NONE
+        },
+        |ctx: Ctx, req: CreateFileInput| async move { create(&ctx, req).await },
+    )
+}
+
+async fn create(ctx: &Ctx, req: CreateFileInput) -> Result<CreateFileOutput, Failure> {
+    if req.files.is_empty() {
+        return Err(Failure::bad_input(
+            "files is empty; pass at least one {path, content}",
+        ));
+    }
+    let scope = resolve_scope(ctx, req.base_dir.as_deref())?;
+    let mut results = Vec::with_capacity(req.files.len());
+    for spec in req.files {
+        let raw = spec.path.clone();
+        let outcome = match prepare(ctx, &spec, scope.as_ref()) {
+            Ok((path, mode)) => {
+                let max_write = ctx.runtime.config.fs.max_write_bytes;
+                blocking(move || write_one(&spec, &path, mode, max_write).map(|r| (path, r))).await
+            }
+            Err(f) => Err(f),
+        };
+        results.push(match outcome {
+            Ok((path, (bytes, revision))) => CreateFileResult {
+                path: path.display().to_string(),
+                success: true,
+                bytes_written: bytes,
+                revision: Some(revision),
+                error: None,
+            },
+            Err(f) => CreateFileResult {
+                path: raw,
+                success: false,
+                bytes_written: 0,
+                revision: None,
+                error: Some(f.to_wire(Surface::Coder)),
+            },
+        });
+    }
+    Ok(CreateFileOutput { results })
+}
+
+fn prepare(
+    ctx: &Ctx,
+    spec: &CreateFileSpec,
+    scope: Option<&PathBuf>,
+) -> Result<(PathBuf, u32), Failure> {
+    let mode = parse_octal_mode(&spec.mode)?;
+    ctx.runtime.policy.check_mode_bits(mode)?;
+    let r = resolve(ctx, &spec.path, scope)?;
+    Ok((r.path, mode))
+}
+
+/// The size cap shared by every coder write.
+pub fn check_write_size(raw: &str, len: u64, max_write: u64) -> Result<(), Failure> {
+    if max_write > 0 && len > max_write {
+        return Err(Failure::new(
+            Class::TooLarge,
+            format!(
+                "{raw:?}: {len} bytes is over max_write_bytes ({max_write}); write it in smaller \
+                 files or stream it with shell::fs::write"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse when the file's current bytes are not the revision the caller saw.
+pub fn check_revision(raw: &str, path: &Path, expected: &str) -> Result<(), Failure> {
+    let current = match std::fs::read(path) {
+        Ok(bytes) => revision_of(&bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Failure::new(
+                Class::RevisionConflict,
+                format!(
+                    "{raw:?} no longer exists, but expected_revision {expected} was given; nothing \
+                     was written. Re-check with coder::read-file, or drop expected_revision to \
+                     create it"
+                ),
+            ));
+        }
+        Err(e) => return Err(Failure::from_io(raw, &e)),
+    };
+    if current != expected {
+        return Err(Failure::new(
+            Class::RevisionConflict,
+            format!(
+                "{raw:?} changed since it was read (current revision {current}, expected \
+                 {expected}); nothing was written. Re-read it with coder::read-file and apply \
+                 your change to the new content"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Create the parent directory when asked; explain when not.
+pub fn ensure_parent(raw: &str, path: &Path, parents: bool) -> Result<(), Failure> {
+    let Some(parent) = path.parent() else {
+        return Ok(());
+    };
+    if parent.is_dir() {
+        return Ok(());
+    }
+    if parents {
+        std::fs::create_dir_all(parent).map_err(|e| Failure::from_io(raw, &e))
+    } else {
+        Err(Failure::new(
+            Class::NotFound,
+            format!(
+                "the parent directory of {raw:?} does not exist; pass parents: true to create it"
+            ),
+        ))
+    }
+}
+
+fn write_one(
+    spec: &CreateFileSpec,
+    path: &Path,
+    mode: u32,
+    max_write: u64,
+) -> Result<(u64, String), Failure> {
+    let raw = spec.path.as_str();
+    let bytes = spec.content.as_bytes();
+    check_write_size(raw, bytes.len() as u64, max_write)?;
+    if path.is_dir() {
+        return Err(Failure::new(
+            Class::WrongType,
+            format!("{raw:?} is a directory; pick a file path inside it"),
+        ));
+    }
+    if let Some(expected) = &spec.expected_revision {
+        check_revision(raw, path, expected)?;
+    }
+    ensure_parent(raw, path, spec.parents)?;
+    let clobber = if spec.overwrite || spec.expected_revision.is_some() {
+        Clobber::Replace
+    } else {
+        Clobber::Never
+    };
+    write_atomic(path, bytes, Some(mode), clobber).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            Failure::new(
+                Class::Exists,
+                format!(
+                    "{raw:?} already exists; pass overwrite: true to replace it (with \
+                     expected_revision from coder::read-file to guard against lost updates), or \
+                     edit it with coder::update-file"
+                ),
+            )
+        } else {
+            Failure::from_io(raw, &e)
+        }
+    })?;
+    Ok((bytes.len() as u64, revision_of(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{Jail, assert_redacted};
+    use serde_json::json;
+    use std::os::unix::fs::PermissionsExt;
+
+    const ID: &str = "coder::create-file";
+
+    #[tokio::test]
+    async fn creates_with_parents_mode_and_revision() {
+        let j = Jail::new();
+        let v = j
+            .call(
+                ID,
+                json!({"files": [{"path": "a/b/c.txt", "content": "hi\n", "mode": "0600"}]}),
+            )
+            .await
+            .unwrap();
+        let r = &v["results"][0];
+        assert_eq!(r["success"], true);
+        assert_eq!(r["bytes_written"], 3);
+        assert_eq!(r["revision"], crate::coder::revision_of(b"hi\n"));
+        assert_eq!(r["path"], j.path("a/b/c.txt").display().to_string());
+        assert_eq!(j.read("a/b/c.txt"), b"hi\n");
+        let mode = std::fs::metadata(j.path("a/b/c.txt"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[tokio::test]
+    async fn existing_files_need_overwrite_and_each_entry_is_independent() {
+        let j = Jail::new();
+        j.write("x", "old");
+        let v = j
+            .call(
+                ID,
+                json!({"files": [
+                    {"path": "x", "content": "new"},
+                    {"path": "y", "content": "y"},
+                    {"path": "nodir/z", "content": "z", "parents": false}
+                ]}),
+            )
+            .await
+            .unwrap();
+        let r = v["results"].as_array().unwrap();
+        assert_eq!(r[0]["error"]["code"], "C213");
+        assert!(
+            r[0]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("overwrite: true")
+        );
+        assert_eq!(j.read("x"), b"old");
+        assert_eq!(r[1]["success"], true);
+        assert_eq!(r[2]["error"]["code"], "C211");
+        assert!(
+            r[2]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("parents: true")
+        );
+        let v = j
+            .call(
+                ID,
+                json!({"files": [{"path": "x", "content": "new", "overwrite": true}]}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["success"], true);
+        assert_eq!(j.read("x"), b"new");
+    }
+
+    #[tokio::test]
+    async fn stale_expected_revision_writes_nothing() {
+        let j = Jail::new();
+        j.write("f", "v1");
+        let rev1 = crate::coder::revision_of(b"v1");
+        j.write("f", "v2 by someone else");
+        let v = j
+            .call(
+                ID,
+                json!({"files": [{"path": "f", "content": "mine", "expected_revision": rev1}]}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["error"]["code"], "C221");
+        assert_eq!(j.read("f"), b"v2 by someone else");
+        let rev2 = crate::coder::revision_of(b"v2 by someone else");
+        let v = j
+            .call(
+                ID,
+                json!({"files": [{"path": "f", "content": "mine", "expected_revision": rev2}]}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["success"], true);
+        assert_eq!(j.read("f"), b"mine");
+    }
+
+    #[tokio::test]
+    async fn caps_modes_and_types_are_enforced() {
+        let j = Jail::with(|c| c.fs.max_write_bytes = 4);
+        std::fs::create_dir(j.path("d")).unwrap();
+        let v = j
+            .call(
+                ID,
+                json!({"files": [
+                    {"path": "big", "content": "12345"},
+                    {"path": "s", "content": "x", "mode": "4755"},
+                    {"path": "m", "content": "x", "mode": "rw"},
+                    {"path": "d", "content": "x", "overwrite": true}
+                ]}),
+            )
+            .await
+            .unwrap();
+        let r = v["results"].as_array().unwrap();
+        assert_eq!(r[0]["error"]["code"], "C218");
+        assert_eq!(r[1]["error"]["code"], "C210");
+        assert_eq!(r[2]["error"]["code"], "C210");
+        assert_eq!(r[3]["error"]["code"], "C212");
+        assert!(!j.exists("big") && !j.exists("s"));
+    }
+
+    #[tokio::test]
+    async fn denied_path_reads_exactly_like_a_missing_one() {
+        // Writes are refused by path, so an existing denied file and a
+        // missing one answer identically: nothing can be probed.
+        let j = Jail::new();
+        j.write("denied/f", "x");
+        j.write("a/.env", "x");
+        let entry = |p: &str| json!({"files": [{"path": p, "content": "x", "overwrite": true}]});
+        let as_err = |v: serde_json::Value| -> Result<serde_json::Value, (String, String)> {
+            let e = &v["results"][0]["error"];
+            Err((
+                e["code"].as_str().unwrap().to_string(),
+                e["message"].as_str().unwrap().to_string(),
+            ))
+        };
+        for (existing, missing) in [("denied/f", "denied/none"), ("a/.env", "b/.env")] {
+            let d = j.call(ID, entry(existing)).await.unwrap();
+            assert_eq!(d["results"][0]["error"]["code"], "C211");
+            let m = j.call(ID, entry(missing)).await.unwrap();
+            assert_redacted(as_err(d), existing, as_err(m), missing);
+        }
+        assert_eq!(j.read("denied/f"), b"x");
+        assert!(!j.exists("b/.env"));
+    }
+}

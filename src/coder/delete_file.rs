@@ -1,0 +1,280 @@
+//! `coder::delete-file`: batched removal with per-entry results.
+//!
+//! A missing path is an idempotent success (`removed: false`). A symlink is
+//! removed itself, never its target. Non-empty directories need
+//! `recursive: true`; a recursive delete first walks the whole subtree
+//! (without following symlinks) and refuses if any entry is protected, so it
+//! never half-deletes a tree and then stops at a secret. Allowed roots (and
+//! their ancestors) are never deleted.
+
+use super::{blocking, resolve_scope};
+use crate::atomic::sync_dir;
+use crate::catalog::{Ctx, Flags, FunctionDef, function};
+use crate::error::{Class, Failure, Surface, WireError};
+use crate::policy::Tail;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Remove one or more paths.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "DeleteFileInput")]
+pub struct DeleteFileInput {
+    /// Paths to remove.
+    pub paths: Vec<String>,
+    /// Required for non-empty directories. Files and empty dirs ignore it.
+    #[serde(default)]
+    pub recursive: bool,
+    /// Optional per-call session working directory: relative paths anchor here and must stay inside it (C220).
+    #[serde(default)]
+    pub base_dir: Option<String>,
+}
+
+/// Outcome of one path.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DeleteFileResult {
+    /// Canonical absolute path (resolved through the jail); the caller's input verbatim when resolution failed.
+    pub path: String,
+    pub success: bool,
+    /// True when something was removed; false for a path that was already absent.
+    pub removed: bool,
+    /// Structured error for this entry (e.g. `"C211"` for not-found-or-denied, `"C210"` for refusing to delete an allowed root, `"C214"` for a non-empty directory without recursive).
+    pub error: Option<WireError>,
+}
+
+/// Per-path results, in request order.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(title = "DeleteFileOutput")]
+pub struct DeleteFileOutput {
+    pub results: Vec<DeleteFileResult>,
+}
+
+pub fn def() -> FunctionDef {
+    function(
+        "coder::delete-file",
+        "Remove one or more paths. Directories need recursive: true; missing paths succeed; \
+         recursion refuses to descend through non-accessible entries. Paths: relative to the \
+         primary root or absolute inside an allowed root (see coder::info).",
+        Flags {
+            display: true,
+            ..Flags::NONE
+        },
+        |ctx: Ctx, req: DeleteFileInput| async move { delete(&ctx, req).await },
+    )
+}
+
+async fn delete(ctx: &Ctx, req: DeleteFileInput) -> Result<DeleteFileOutput, Failure> {
+    if req.paths.is_empty() {
+        return Err(Failure::bad_input("paths is empty; pass at least one path"));
+    }
+    let scope = resolve_scope(ctx, req.base_dir.as_deref())?;
+    let mut results = Vec::with_capacity(req.paths.len());
+    for raw in req.paths {
+        let outcome =
+            match ctx
+                .runtime
+                .policy
+                .resolve(&raw, Surface::Coder, Tail::Entry, scope.as_deref())
+            {
+                Err(f) => Err(f),
+                Ok(r) if !r.exists => Ok((r.path, false)),
+                Ok(r) => {
+                    let ctx2 = ctx.clone();
+                    let raw2 = raw.clone();
+                    let recursive = req.recursive;
+                    blocking(move || {
+                        remove(&ctx2, &raw2, &r.path, recursive).map(|_| (r.path, true))
+                    })
+                    .await
+                }
+            };
+        results.push(match outcome {
+            Ok((path, removed)) => DeleteFileResult {
+                path: path.display().to_string(),
+                success: true,
+                removed,
+                error: None,
+            },
+            Err(f) => DeleteFileResult {
+                path: raw,
+                success: false,
+                removed: false,
+                error: Some(f.to_wire(Surface::Coder)),
+            },
+        });
+    }
+    Ok(DeleteFileOutput { results })
+}
+
+/// Whether `path` is an allowed root or contains one.
+pub fn holds_a_root(ctx: &Ctx, path: &Path) -> bool {
+    let policy = &ctx.runtime.policy;
+    policy
+        .coder_roots()
+        .iter()
+        .chain(policy.jail_roots())
+        .any(|root| root.starts_with(path))
+}
+
+fn remove(ctx: &Ctx, raw: &str, path: &Path, recursive: bool) -> Result<(), Failure> {
+    if holds_a_root(ctx, path) {
+        return Err(Failure::bad_input(format!(
+            "refusing to delete {raw:?}: it is (or contains) an allowed root; delete the entries \
+             inside it instead (coder::list-folder shows them)"
+        )));
+    }
+    let md = std::fs::symlink_metadata(path).map_err(|e| Failure::from_io(raw, &e))?;
+    if !md.is_dir() {
+        std::fs::remove_file(path).map_err(|e| Failure::from_io(raw, &e))?;
+    } else if recursive {
+        let mut entries = Vec::new();
+        collect(ctx, raw, path, &mut entries)?;
+        for p in entries.iter().rev() {
+            let is_dir = std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+            let r = if is_dir {
+                std::fs::remove_dir(p)
+            } else {
+                std::fs::remove_file(p)
+            };
+            r.map_err(|e| Failure::from_io(raw, &e))?;
+        }
+        std::fs::remove_dir(path).map_err(|e| Failure::from_io(raw, &e))?;
+    } else {
+        std::fs::remove_dir(path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::DirectoryNotEmpty {
+                Failure::new(
+                    Class::NotEmpty,
+                    format!(
+                        "{raw:?} is a non-empty directory; pass recursive: true to delete it with \
+                         everything inside"
+                    ),
+                )
+            } else {
+                Failure::from_io(raw, &e)
+            }
+        })?;
+    }
+    if let Some(parent) = path.parent() {
+        sync_dir(parent).map_err(|e| Failure::from_io(raw, &e))?;
+    }
+    Ok(())
+}
+
+/// Pre-order list of everything under `dir` (not following symlinks),
+/// refusing if any entry is protected.
+fn collect(ctx: &Ctx, raw: &str, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
+    let rd = std::fs::read_dir(dir).map_err(|e| Failure::from_io(raw, &e))?;
+    for entry in rd {
+        let entry = entry.map_err(|e| Failure::from_io(raw, &e))?;
+        let p = entry.path();
+        if ctx.runtime.policy.is_protected(&p) {
+            return Err(Failure::bad_input(format!(
+                "refusing to delete {raw:?} recursively: it contains entries coder::* may not \
+                 touch (non_accessible_globs or fs.denylist_paths); nothing was deleted. Delete \
+                 the other entries individually"
+            )));
+        }
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        out.push(p.clone());
+        if is_dir {
+            collect(ctx, raw, &p, out)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{Jail, assert_redacted};
+    use serde_json::json;
+
+    const ID: &str = "coder::delete-file";
+
+    #[tokio::test]
+    async fn deletes_files_and_missing_paths_are_idempotent() {
+        let j = Jail::new();
+        j.write("a", "x");
+        let v = j.call(ID, json!({"paths": ["a", "gone"]})).await.unwrap();
+        assert_eq!(v["results"][0]["removed"], true);
+        assert_eq!(v["results"][1]["success"], true);
+        assert_eq!(v["results"][1]["removed"], false);
+        assert!(!j.exists("a"));
+    }
+
+    #[tokio::test]
+    async fn non_empty_directories_need_recursive() {
+        let j = Jail::new();
+        j.write("d/e/f", "x");
+        let v = j.call(ID, json!({"paths": ["d"]})).await.unwrap();
+        assert_eq!(v["results"][0]["error"]["code"], "C214");
+        assert!(j.exists("d/e/f"));
+        let v = j
+            .call(ID, json!({"paths": ["d"], "recursive": true}))
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["removed"], true);
+        assert!(!j.exists("d"));
+    }
+
+    #[tokio::test]
+    async fn recursion_refuses_protected_entries_and_deletes_nothing() {
+        let j = Jail::new();
+        j.write("proj/a.txt", "x");
+        j.write("proj/sub/.env", "S=1");
+        let v = j
+            .call(ID, json!({"paths": ["proj"], "recursive": true}))
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["error"]["code"], "C210");
+        assert!(j.exists("proj/a.txt") && j.exists("proj/sub/.env"));
+    }
+
+    #[tokio::test]
+    async fn roots_are_never_deleted() {
+        let j = Jail::new();
+        j.write("x", "x");
+        let root = j.root.display().to_string();
+        let v = j
+            .call(ID, json!({"paths": [".", root], "recursive": true}))
+            .await
+            .unwrap();
+        for r in v["results"].as_array().unwrap() {
+            assert_eq!(r["error"]["code"], "C210");
+        }
+        assert!(j.exists("x"));
+    }
+
+    #[tokio::test]
+    async fn symlinks_are_removed_not_their_targets() {
+        let j = Jail::new();
+        j.write("target/keep", "x");
+        std::os::unix::fs::symlink(j.path("target"), j.path("link")).unwrap();
+        let v = j
+            .call(ID, json!({"paths": ["link"], "recursive": true}))
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["removed"], true);
+        assert!(j.exists("target/keep"));
+    }
+
+    #[tokio::test]
+    async fn denied_path_reads_exactly_like_a_missing_one() {
+        let j = Jail::new();
+        j.write("denied/f", "x");
+        j.write(".env", "x");
+        let as_err = |v: serde_json::Value| -> Result<serde_json::Value, (String, String)> {
+            let e = &v["results"][0]["error"];
+            Err((
+                e["code"].as_str().unwrap().to_string(),
+                e["message"].as_str().unwrap().to_string(),
+            ))
+        };
+        for (existing, missing) in [("denied/f", "denied/none"), (".env", "x/.env")] {
+            let d = j.call(ID, json!({"paths": [existing]})).await.unwrap();
+            let m = j.call(ID, json!({"paths": [missing]})).await.unwrap();
+            assert_eq!(d["results"][0]["error"]["code"], "C211");
+            assert_redacted(as_err(d), existing, as_err(m), missing);
+        }
+        assert!(j.exists("denied/f") && j.exists(".env"));
+    }
+}

@@ -1,0 +1,291 @@
+//! Line-oriented reading in bounded memory.
+//!
+//! A window of a file of any size is read by skipping to its first line with
+//! a large buffered scan (newlines counted with `memchr`, nothing kept), then
+//! collecting lines until the window ends or the byte budget is spent. Line
+//! terminators are kept. Budgets count the returned text: after invalid UTF-8
+//! became U+FFFD and after `N→` prefixes.
+
+use crate::error::{Class, Failure};
+use std::io::{BufRead, BufReader, Read};
+
+const SCAN_BUFFER: usize = 256 * 1024;
+
+/// Lines of a byte slice: newlines, plus one for an unterminated tail.
+pub fn count_lines(bytes: &[u8]) -> u64 {
+    let nl = memchr::memchr_iter(b'\n', bytes).count() as u64;
+    if bytes.last().is_some_and(|b| *b != b'\n') {
+        nl + 1
+    } else {
+        nl
+    }
+}
+
+/// Bytes as text: invalid UTF-8 becomes U+FFFD. Returns (text, was_valid).
+pub fn lossy(bytes: &[u8]) -> (String, bool) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => (s.to_string(), true),
+        Err(_) => (String::from_utf8_lossy(bytes).into_owned(), false),
+    }
+}
+
+/// The `N→` prefix of a numbered line.
+pub fn number_prefix(line_no: u64) -> String {
+    format!("{line_no}→")
+}
+
+/// Whole-buffer text conversion, optionally numbered from line 1.
+pub fn to_text(bytes: &[u8], numbered: bool) -> (String, bool) {
+    let (text, valid) = lossy(bytes);
+    if !numbered {
+        return (text, valid);
+    }
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        out.push_str(&number_prefix(i as u64 + 1));
+        out.push_str(line);
+    }
+    (out, valid)
+}
+
+/// A window read from a stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowText {
+    pub content: String,
+    pub lines_returned: u64,
+    /// The file continues past what `content` holds.
+    pub more_lines: bool,
+    /// Known only when the read reached EOF naturally.
+    pub total_lines: Option<u64>,
+    pub is_utf8: bool,
+}
+
+/// Read lines `from..=to` (1-based; `to = None` reads to EOF), returning
+/// at most `cap` bytes of text (`None` = unlimited).
+pub fn read_window<R: Read>(
+    source: R,
+    from: u64,
+    to: Option<u64>,
+    cap: Option<u64>,
+    numbered: bool,
+) -> Result<WindowText, Failure> {
+    let mut reader = BufReader::with_capacity(SCAN_BUFFER, source);
+    let io = |e: std::io::Error| Failure::io(format!("read failed: {e}"));
+    // Skip phase: count newlines without keeping bytes.
+    let mut line = 1u64;
+    let mut mid_line = false;
+    while line < from {
+        let buf = reader.fill_buf().map_err(io)?;
+        if buf.is_empty() {
+            let total = if mid_line { line } else { line - 1 };
+            return Ok(WindowText {
+                content: String::new(),
+                lines_returned: 0,
+                more_lines: false,
+                total_lines: Some(total),
+                is_utf8: true,
+            });
+        }
+        let need = from - line;
+        let mut consumed = buf.len();
+        let mut seen = 0u64;
+        for pos in memchr::memchr_iter(b'\n', buf) {
+            seen += 1;
+            if seen == need {
+                consumed = pos + 1;
+                break;
+            }
+        }
+        mid_line = buf[..consumed].last() != Some(&b'\n');
+        line += seen.min(need);
+        reader.consume(consumed);
+    }
+    // Collect phase.
+    let mut out = String::new();
+    let mut valid = true;
+    let mut returned = 0u64;
+    let mut raw = Vec::new();
+    let limit = cap.unwrap_or(u64::MAX);
+    loop {
+        if to.is_some_and(|t| line > t) {
+            break;
+        }
+        raw.clear();
+        let remaining = limit - out.len() as u64;
+        let n = (&mut reader)
+            .take(remaining.saturating_add(1))
+            .read_until(b'\n', &mut raw)
+            .map_err(io)?;
+        if n == 0 {
+            return Ok(WindowText {
+                content: out,
+                lines_returned: returned,
+                more_lines: false,
+                total_lines: Some(line - 1),
+                is_utf8: valid,
+            });
+        }
+        let (text, ok) = lossy(&raw);
+        let prefix = if numbered {
+            number_prefix(line)
+        } else {
+            String::new()
+        };
+        let cost = (prefix.len() + text.len()) as u64;
+        let complete_line = raw.last() == Some(&b'\n') || (n as u64) <= remaining;
+        if cost > remaining || !complete_line {
+            if returned == 0 {
+                return Err(Failure::new(
+                    Class::TooLarge,
+                    format!(
+                        "line {line} alone is larger than the {limit}-byte window budget; read \
+                         the file's bytes with shell::fs::read, or coder::read-file with \
+                         encoding: \"base64\" if it fits max_read_bytes"
+                    ),
+                ));
+            }
+            return Ok(WindowText {
+                content: out,
+                lines_returned: returned,
+                more_lines: true,
+                total_lines: None,
+                is_utf8: valid,
+            });
+        }
+        valid &= ok;
+        out.push_str(&prefix);
+        out.push_str(&text);
+        returned += 1;
+        line += 1;
+    }
+    // The window ended; is there more?
+    let at_eof = reader.fill_buf().map_err(io)?.is_empty();
+    Ok(WindowText {
+        content: out,
+        lines_returned: returned,
+        more_lines: !at_eof,
+        total_lines: at_eof.then_some(line - 1),
+        is_utf8: valid,
+    })
+}
+
+/// Stream a whole file: (total_lines, is_utf8), constant memory.
+pub fn scan<R: Read>(source: R) -> Result<(u64, bool), Failure> {
+    let mut reader = BufReader::with_capacity(SCAN_BUFFER, source);
+    let mut newlines = 0u64;
+    let mut last = None;
+    let mut valid = true;
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let buf = reader
+            .fill_buf()
+            .map_err(|e| Failure::io(format!("read failed: {e}")))?;
+        if buf.is_empty() {
+            break;
+        }
+        newlines += memchr::memchr_iter(b'\n', buf).count() as u64;
+        last = buf.last().copied();
+        if valid {
+            let mut chunk = std::mem::take(&mut carry);
+            chunk.extend_from_slice(buf);
+            match std::str::from_utf8(&chunk) {
+                Ok(_) => {}
+                Err(e) if e.error_len().is_none() => carry = chunk[e.valid_up_to()..].to_vec(),
+                Err(_) => valid = false,
+            }
+        }
+        let n = buf.len();
+        reader.consume(n);
+    }
+    if !carry.is_empty() {
+        valid = false;
+    }
+    let total = newlines + u64::from(last.is_some_and(|b| b != b'\n'));
+    Ok((total, valid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn win(s: &str, from: u64, to: Option<u64>, cap: Option<u64>) -> WindowText {
+        read_window(s.as_bytes(), from, to, cap, false).unwrap()
+    }
+
+    #[test]
+    fn counts_lines_like_an_editor() {
+        assert_eq!(count_lines(b""), 0);
+        assert_eq!(count_lines(b"a"), 1);
+        assert_eq!(count_lines(b"a\n"), 1);
+        assert_eq!(count_lines(b"a\nb"), 2);
+        assert_eq!(scan(&b"a\nb"[..]).unwrap(), (2, true));
+        assert_eq!(scan(&b"a\xff\n"[..]).unwrap(), (1, false));
+    }
+
+    #[test]
+    fn window_in_the_middle_reports_more_lines_without_total() {
+        let w = win("1\n2\n3\n4\n", 2, Some(3), None);
+        assert_eq!(w.content, "2\n3\n");
+        assert_eq!(w.lines_returned, 2);
+        assert!(w.more_lines);
+        assert_eq!(w.total_lines, None);
+    }
+
+    #[test]
+    fn window_reaching_eof_reports_total() {
+        let w = win("1\n2\n3\n4\n", 3, Some(4), None);
+        assert_eq!(w.content, "3\n4\n");
+        assert!(!w.more_lines);
+        assert_eq!(w.total_lines, Some(4));
+        let open = win("1\n2\n3", 2, None, None);
+        assert_eq!(open.content, "2\n3");
+        assert_eq!(open.total_lines, Some(3));
+    }
+
+    #[test]
+    fn window_past_eof_is_empty_with_total() {
+        let w = win("1\n2\n", 9, Some(12), None);
+        assert_eq!(w.content, "");
+        assert_eq!(w.total_lines, Some(2));
+        let w = win("1\n2", 5, None, None);
+        assert_eq!(w.total_lines, Some(2));
+    }
+
+    #[test]
+    fn budget_cuts_the_window_at_a_line_boundary() {
+        let w = win("aaaa\nbbbb\ncccc\n", 1, None, Some(11));
+        assert_eq!(w.content, "aaaa\nbbbb\n");
+        assert!(w.more_lines);
+        assert_eq!(w.total_lines, None);
+        let err = read_window(&b"aaaaaaaaaa\n"[..], 1, None, Some(4), false).unwrap_err();
+        assert_eq!(err.class, Class::TooLarge);
+    }
+
+    #[test]
+    fn numbered_prefixes_count_against_the_budget() {
+        let w = read_window(&b"a\nb\n"[..], 1, None, Some(6), true).unwrap();
+        assert_eq!(w.content, "1→a\n");
+        let (t, _) = to_text(b"x\ny", true);
+        assert_eq!(t, "1→x\n2→y");
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_replacement_characters() {
+        let w = read_window(&b"ok\n\xffbad\n"[..], 2, None, None, false).unwrap();
+        assert!(!w.is_utf8);
+        assert_eq!(w.content, "\u{FFFD}bad\n");
+        let clean = read_window(&b"ok\n\xffbad\n"[..], 1, Some(1), None, false).unwrap();
+        assert!(clean.is_utf8);
+    }
+
+    #[test]
+    fn skipping_crosses_buffer_boundaries() {
+        let mut s = String::new();
+        for i in 1..=100_000 {
+            s.push_str(&format!("line {i}\n"));
+        }
+        let w = win(&s, 99_999, None, None);
+        assert_eq!(w.content, "line 99999\nline 100000\n");
+        assert_eq!(w.total_lines, Some(100_000));
+    }
+}

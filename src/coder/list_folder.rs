@@ -1,0 +1,271 @@
+//! `coder::list-folder`: one folder, sorted by name, paginated.
+//!
+//! Names are read once per call and sorted; only the page's entries are
+//! stat-ed, so a folder of 100k entries costs one directory scan, not 100k
+//! stats. Entries under `fs.denylist_paths` are omitted (they read as
+//! missing everywhere); entries matching `non_accessible_globs` are listed
+//! with `non_accessible: true`.
+
+use super::{EntryKind, blocking, mtime_secs, resolve, resolve_scope};
+use crate::catalog::{Ctx, Flags, FunctionDef, function};
+use crate::error::{Class, Failure};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+fn default_path() -> String {
+    ".".to_string()
+}
+
+fn default_page() -> u64 {
+    1
+}
+
+/// List one folder.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "ListFolderInput")]
+pub struct ListFolderInput {
+    /// Folder to list (default `.`).
+    #[serde(default = "default_path")]
+    pub path: String,
+    /// Page number, 1-based.
+    #[serde(default = "default_page")]
+    pub page: u64,
+    /// Capped at list_max_page_size; defaults to list_default_page_size (see coder::info).
+    #[serde(default)]
+    pub page_size: Option<u64>,
+    /// Optional per-call session working directory: relative paths anchor here and must stay inside it (C220).
+    #[serde(default)]
+    pub base_dir: Option<String>,
+}
+
+/// One listed entry.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DirEntry {
+    /// Entry basename. The absolute path is derivable from the response's `path`: entry path = folder path + "/" + name.
+    pub name: String,
+    /// file, dir, symlink (not followed) or other.
+    pub kind: EntryKind,
+    /// Size in bytes (of the link itself for a symlink).
+    pub size: u64,
+    /// Last-modified time, Unix seconds.
+    pub mtime: i64,
+    /// True if this entry matches `non_accessible_globs` — caller cannot read/write/delete it via `coder::*` even though it shows up here.
+    pub non_accessible: bool,
+}
+
+/// One page of a folder listing.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(title = "ListFolderOutput")]
+pub struct ListFolderOutput {
+    /// Canonical absolute path of the listed folder (resolved through the jail). Entries carry only `name`; derive an entry's absolute path by joining: entry path = this path + "/" + name. Operations on derived paths re-validate through the jail.
+    pub path: String,
+    /// This page's entries, sorted by name.
+    pub entries: Vec<DirEntry>,
+    /// Entries in the folder (all pages).
+    pub total: u64,
+    /// The page returned.
+    pub page: u64,
+    /// The page size applied (after clamping).
+    pub page_size: u64,
+    /// More pages follow.
+    pub has_more: bool,
+}
+
+pub fn def() -> FunctionDef {
+    function(
+        "coder::list-folder",
+        "List one folder, paginated and sorted by name. Entries carry only name; entry path = \
+         response path + '/' + name. Non-accessible entries are listed with non_accessible: true. \
+         Paths: relative to the primary root or absolute inside an allowed root (see coder::info).",
+        Flags::NONE,
+        |ctx: Ctx, req: ListFolderInput| async move { list_folder(&ctx, req).await },
+    )
+}
+
+/// Names of a directory's entries, sorted, without the denylisted ones.
+pub fn sorted_names(ctx: &Ctx, raw: &str, dir: &Path) -> Result<Vec<OsString>, Failure> {
+    let rd = std::fs::read_dir(dir).map_err(|e| Failure::from_io(raw, &e))?;
+    let policy = &ctx.runtime.policy;
+    let mut names = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| Failure::from_io(raw, &e))?;
+        let name = entry.file_name();
+        if policy.is_denylisted(&dir.join(&name)) {
+            continue;
+        }
+        names.push(name);
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Describe one entry without following a symlink.
+pub fn describe(
+    ctx: &Ctx,
+    dir: &Path,
+    name: &OsString,
+) -> Option<(EntryKind, u64, i64, bool, PathBuf)> {
+    let path = dir.join(name);
+    let md = std::fs::symlink_metadata(&path).ok()?;
+    let kind = EntryKind::of(&md.file_type());
+    let protected = ctx.runtime.policy.is_non_accessible(&path);
+    Some((kind, md.len(), mtime_secs(&md), protected, path))
+}
+
+async fn list_folder(ctx: &Ctx, req: ListFolderInput) -> Result<ListFolderOutput, Failure> {
+    if req.page == 0 {
+        return Err(Failure::bad_input("page is 1-based: pass page >= 1"));
+    }
+    let code = &ctx.runtime.config.code;
+    let page_size = req
+        .page_size
+        .unwrap_or(code.list_default_page_size as u64)
+        .clamp(1, code.list_max_page_size as u64);
+    let scope = resolve_scope(ctx, req.base_dir.as_deref())?;
+    let resolved = resolve(ctx, &req.path, scope.as_ref())?;
+    if !resolved.exists {
+        return Err(Failure::not_found(&req.path));
+    }
+    if !resolved.path.is_dir() {
+        return Err(Failure::new(
+            Class::WrongType,
+            format!(
+                "{:?} is a file, not a folder; read it with coder::read-file",
+                req.path
+            ),
+        ));
+    }
+    let ctx2 = ctx.clone();
+    let raw = req.path.clone();
+    let page = req.page;
+    blocking(move || {
+        let dir = resolved.path;
+        let names = sorted_names(&ctx2, &raw, &dir)?;
+        let total = names.len() as u64;
+        let start = (page - 1).saturating_mul(page_size);
+        let entries = names
+            .iter()
+            .skip(start.min(total) as usize)
+            .take(page_size as usize)
+            .filter_map(|name| {
+                let (kind, size, mtime, non_accessible, _) = describe(&ctx2, &dir, name)?;
+                Some(DirEntry {
+                    name: name.to_string_lossy().into_owned(),
+                    kind,
+                    size,
+                    mtime,
+                    non_accessible,
+                })
+            })
+            .collect();
+        Ok(ListFolderOutput {
+            path: dir.display().to_string(),
+            entries,
+            total,
+            page,
+            page_size,
+            has_more: start.saturating_add(page_size) < total,
+        })
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{Jail, assert_redacted};
+    use serde_json::json;
+
+    const ID: &str = "coder::list-folder";
+
+    #[tokio::test]
+    async fn lists_sorted_and_paginated() {
+        let j = Jail::new();
+        for n in ["c", "a", "b", "e", "d"] {
+            j.write(&format!("dir/{n}"), n);
+        }
+        std::fs::create_dir(j.path("dir/z")).unwrap();
+        let v = j
+            .call(ID, json!({"path": "dir", "page": 2, "page_size": 2}))
+            .await
+            .unwrap();
+        let names: Vec<&str> = v["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["c", "d"]);
+        assert_eq!(v["total"], 6);
+        assert_eq!(v["has_more"], true);
+        assert_eq!(v["path"], j.path("dir").display().to_string());
+        let last = j
+            .call(ID, json!({"path": "dir", "page": 3, "page_size": 2}))
+            .await
+            .unwrap();
+        assert_eq!(last["has_more"], false);
+        assert_eq!(last["entries"][1]["kind"], "dir");
+    }
+
+    #[tokio::test]
+    async fn page_size_is_clamped_and_defaulted() {
+        let j = Jail::with(|c| {
+            c.code.list_max_page_size = 3;
+            c.code.list_default_page_size = 2;
+        });
+        for n in 0..5 {
+            j.write(&format!("d/{n}"), "");
+        }
+        let v = j
+            .call(ID, json!({"path": "d", "page_size": 99}))
+            .await
+            .unwrap();
+        assert_eq!(v["page_size"], 3);
+        let v = j.call(ID, json!({"path": "d"})).await.unwrap();
+        assert_eq!(v["page_size"], 2);
+        let (c, _) = j
+            .call(ID, json!({"path": "d", "page": 0}))
+            .await
+            .unwrap_err();
+        assert_eq!(c, "C210");
+    }
+
+    #[tokio::test]
+    async fn protected_entries_are_flagged_and_denylisted_ones_hidden() {
+        let j = Jail::new();
+        j.write(".env", "x");
+        j.write("main.rs", "x");
+        j.write("denied/x", "x");
+        let v = j.call(ID, json!({})).await.unwrap();
+        let entries = v["entries"].as_array().unwrap();
+        let env = entries.iter().find(|e| e["name"] == ".env").unwrap();
+        assert_eq!(env["non_accessible"], true);
+        let main = entries.iter().find(|e| e["name"] == "main.rs").unwrap();
+        assert_eq!(main["non_accessible"], false);
+        assert!(entries.iter().all(|e| e["name"] != "denied"));
+    }
+
+    #[tokio::test]
+    async fn symlinks_are_reported_not_followed() {
+        let j = Jail::new();
+        std::os::unix::fs::symlink("/etc", j.path("etc-link")).unwrap();
+        let v = j.call(ID, json!({})).await.unwrap();
+        assert_eq!(v["entries"][0]["kind"], "symlink");
+    }
+
+    #[tokio::test]
+    async fn a_file_is_the_wrong_type_and_denied_reads_like_missing() {
+        let j = Jail::new();
+        j.write("f", "x");
+        j.write("denied/d/x", "x");
+        let (c, _) = j.call(ID, json!({"path": "f"})).await.unwrap_err();
+        assert_eq!(c, "C212");
+        assert_redacted(
+            j.call(ID, json!({"path": "denied/d"})).await,
+            "denied/d",
+            j.call(ID, json!({"path": "nope/d"})).await,
+            "nope/d",
+        );
+    }
+}

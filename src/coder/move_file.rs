@@ -1,0 +1,374 @@
+//! `coder::move`: batched move/rename with per-entry results.
+//!
+//! Same-filesystem moves are one atomic `rename` (with `overwrite: false`
+//! enforced by the kernel via `RENAME_NOREPLACE`). Moves across filesystems
+//! (`EXDEV`, e.g. between roots on different mounts) copy the file atomically
+//! into place and then delete the source; if that delete fails the copy is
+//! removed again, so the file exists exactly once. Directories move across
+//! filesystems only by moving their contents individually. A symlink is
+//! moved itself, never its target.
+
+use super::create_file::ensure_parent;
+use super::delete_file::holds_a_root;
+use super::{blocking, resolve_scope};
+use crate::atomic::{Clobber, rename, write_atomic};
+use crate::catalog::{Ctx, Flags, FunctionDef, function};
+use crate::error::{Class, Failure, Surface, WireError};
+use crate::policy::Tail;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+fn yes() -> bool {
+    true
+}
+
+/// One move.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MoveFileSpec {
+    /// Source path.
+    pub from: String,
+    /// Destination path.
+    pub to: String,
+    /// When false (the default), refuse to overwrite an existing destination. Pass `overwrite: true` to replace an existing file at `to`.
+    #[serde(default)]
+    pub overwrite: bool,
+    /// Create missing parent directories of the destination. Defaults to true.
+    #[serde(default = "yes")]
+    pub parents: bool,
+}
+
+/// Move or rename one or more paths.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "MoveFileInput")]
+pub struct MoveFileInput {
+    /// Entries to move. Each entry is processed independently so a single failure never aborts the rest.
+    pub files: Vec<MoveFileSpec>,
+    /// Optional per-call session working directory: relative paths anchor here and both endpoints must stay inside it (C220).
+    #[serde(default)]
+    pub base_dir: Option<String>,
+}
+
+/// Outcome of one move.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MoveFileResult {
+    /// Canonical absolute path of the source (resolved through the jail); the caller's input verbatim when resolution failed.
+    pub from: String,
+    /// Canonical absolute path of the destination (resolved through the jail); the caller's input verbatim when resolution failed.
+    pub to: String,
+    pub success: bool,
+    /// True only when the move fully completed; false for a no-op self-move (`from` and `to` resolve to the same file).
+    pub moved: bool,
+    /// Structured error for this entry (`"C213"`: destination exists, pass overwrite=true; `"C210"`: disallowed operation such as a cross-filesystem directory move, moving a root, or a destination that is a directory — the message then names the corrected target path).
+    pub error: Option<WireError>,
+}
+
+/// Per-entry results, in request order.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(title = "MoveFileOutput")]
+pub struct MoveFileOutput {
+    pub results: Vec<MoveFileResult>,
+}
+
+pub fn def() -> FunctionDef {
+    function(
+        "coder::move",
+        "Move or rename one or more paths; per-entry overwrite and parents flags. Same-root moves \
+         rename atomically; cross-root moves copy+delete files only (move directory contents \
+         individually) and remove the copy if the delete fails. Paths: relative to the primary \
+         root or absolute inside an allowed root (see coder::info).",
+        Flags::NONE,
+        |ctx: Ctx, req: MoveFileInput| async move { move_files(&ctx, req).await },
+    )
+}
+
+async fn move_files(ctx: &Ctx, req: MoveFileInput) -> Result<MoveFileOutput, Failure> {
+    if req.files.is_empty() {
+        return Err(Failure::bad_input(
+            "files is empty; pass at least one {from, to}",
+        ));
+    }
+    let scope = resolve_scope(ctx, req.base_dir.as_deref())?;
+    let mut results = Vec::with_capacity(req.files.len());
+    for spec in req.files {
+        let policy = &ctx.runtime.policy;
+        let ends = policy
+            .resolve(&spec.from, Surface::Coder, Tail::Entry, scope.as_deref())
+            .and_then(|f| {
+                if f.exists {
+                    Ok(f)
+                } else {
+                    Err(Failure::not_found(&spec.from))
+                }
+            })
+            .and_then(|f| {
+                policy
+                    .resolve(&spec.to, Surface::Coder, Tail::Entry, scope.as_deref())
+                    .map(|t| (f, t))
+            });
+        let outcome = match ends {
+            Err(f) => Err((None, f)),
+            Ok((from, to)) => {
+                let ctx2 = ctx.clone();
+                let s = spec.clone();
+                let (fp, tp) = (from.path.clone(), to.path.clone());
+                blocking(move || Ok(move_one(&ctx2, &s, &fp, &tp)))
+                    .await
+                    .unwrap_or_else(Err)
+                    .map(|moved| (from.path.clone(), to.path.clone(), moved))
+                    .map_err(|f| (Some((from.path, to.path)), f))
+            }
+        };
+        results.push(match outcome {
+            Ok((from, to, moved)) => MoveFileResult {
+                from: from.display().to_string(),
+                to: to.display().to_string(),
+                success: true,
+                moved,
+                error: None,
+            },
+            Err((paths, f)) => {
+                let (from, to) = match paths {
+                    Some((a, b)) => (a.display().to_string(), b.display().to_string()),
+                    None => (spec.from.clone(), spec.to.clone()),
+                };
+                MoveFileResult {
+                    from,
+                    to,
+                    success: false,
+                    moved: false,
+                    error: Some(f.to_wire(Surface::Coder)),
+                }
+            }
+        });
+    }
+    Ok(MoveFileOutput { results })
+}
+
+fn move_one(ctx: &Ctx, spec: &MoveFileSpec, from: &Path, to: &Path) -> Result<bool, Failure> {
+    let raw = spec.from.as_str();
+    if from == to {
+        return Ok(false);
+    }
+    if holds_a_root(ctx, from) {
+        return Err(Failure::bad_input(format!(
+            "refusing to move {raw:?}: it is (or contains) an allowed root"
+        )));
+    }
+    let src_md = std::fs::symlink_metadata(from).map_err(|e| Failure::from_io(raw, &e))?;
+    if src_md.is_dir() && to.starts_with(from) {
+        return Err(Failure::bad_input(format!(
+            "cannot move the directory {raw:?} into itself ({:?})",
+            spec.to
+        )));
+    }
+    if let Ok(dst_md) = std::fs::symlink_metadata(to) {
+        if dst_md.is_dir() {
+            let name = from
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let corrected = to.join(&name);
+            return Err(Failure::bad_input(format!(
+                "destination {:?} is an existing directory; to move {raw:?} into it, pass to: \
+                 \"{}\"",
+                spec.to,
+                corrected.display()
+            )));
+        }
+        if !spec.overwrite {
+            return Err(Failure::new(
+                Class::Exists,
+                format!(
+                    "destination {:?} already exists; pass overwrite: true to replace it",
+                    spec.to
+                ),
+            ));
+        }
+    }
+    ensure_parent(&spec.to, to, spec.parents)?;
+    let clobber = if spec.overwrite {
+        Clobber::Replace
+    } else {
+        Clobber::Never
+    };
+    match rename(from, to, clobber) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(nix::libc::EXDEV) => {
+            cross_device(spec, from, to, &src_md, clobber)?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(Failure::new(
+                Class::Exists,
+                format!(
+                    "destination {:?} already exists; pass overwrite: true to replace it",
+                    spec.to
+                ),
+            ));
+        }
+        Err(e) => return Err(Failure::from_io(raw, &e)),
+    }
+    for dir in [from.parent(), to.parent()].into_iter().flatten() {
+        let _ = crate::atomic::sync_dir(dir);
+    }
+    Ok(true)
+}
+
+/// Copy-then-delete for a regular file on another filesystem.
+fn cross_device(
+    spec: &MoveFileSpec,
+    from: &Path,
+    to: &Path,
+    src_md: &std::fs::Metadata,
+    clobber: Clobber,
+) -> Result<(), Failure> {
+    let raw = spec.from.as_str();
+    if !src_md.is_file() {
+        return Err(Failure::bad_input(format!(
+            "{raw:?} is a directory (or special file) on another filesystem than {:?}; \
+             cross-filesystem moves handle files only — create the directory at the destination \
+             and move its files individually",
+            spec.to
+        )));
+    }
+    let bytes = std::fs::read(from).map_err(|e| Failure::from_io(raw, &e))?;
+    let mode = src_md.permissions().mode() & 0o7777;
+    write_atomic(to, &bytes, Some(mode), clobber).map_err(|e| Failure::from_io(&spec.to, &e))?;
+    if let Err(e) = std::fs::remove_file(from) {
+        let _ = std::fs::remove_file(to);
+        return Err(Failure::io(format!(
+            "copied {raw:?} to {:?} but could not delete the source ({e}); the copy was removed, \
+             nothing changed",
+            spec.to
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{Jail, assert_redacted};
+    use serde_json::json;
+
+    const ID: &str = "coder::move";
+
+    #[tokio::test]
+    async fn renames_with_parents_and_reports_canonical_paths() {
+        let j = Jail::new();
+        j.write("a.txt", "x");
+        let v = j
+            .call(
+                ID,
+                json!({"files": [{"from": "a.txt", "to": "new/dir/b.txt"}]}),
+            )
+            .await
+            .unwrap();
+        let r = &v["results"][0];
+        assert_eq!(r["moved"], true);
+        assert_eq!(r["to"], j.path("new/dir/b.txt").display().to_string());
+        assert_eq!(j.read("new/dir/b.txt"), b"x");
+        assert!(!j.exists("a.txt"));
+    }
+
+    #[tokio::test]
+    async fn existing_destination_needs_overwrite() {
+        let j = Jail::new();
+        j.write("a", "a");
+        j.write("b", "b");
+        let v = j
+            .call(ID, json!({"files": [{"from": "a", "to": "b"}]}))
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["error"]["code"], "C213");
+        assert_eq!(j.read("b"), b"b");
+        let v = j
+            .call(
+                ID,
+                json!({"files": [{"from": "a", "to": "b", "overwrite": true}]}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["moved"], true);
+        assert_eq!(j.read("b"), b"a");
+    }
+
+    #[tokio::test]
+    async fn directory_destination_names_the_corrected_target() {
+        let j = Jail::new();
+        j.write("f.rs", "x");
+        std::fs::create_dir(j.path("src")).unwrap();
+        let v = j
+            .call(ID, json!({"files": [{"from": "f.rs", "to": "src"}]}))
+            .await
+            .unwrap();
+        let e = &v["results"][0]["error"];
+        assert_eq!(e["code"], "C210");
+        let want = j.path("src/f.rs").display().to_string();
+        assert!(e["message"].as_str().unwrap().contains(&want), "{e}");
+    }
+
+    #[tokio::test]
+    async fn self_move_is_a_no_op_and_entries_are_independent() {
+        let j = Jail::new();
+        j.write("s", "x");
+        let v = j
+            .call(
+                ID,
+                json!({"files": [{"from": "s", "to": "./s"}, {"from": "missing", "to": "t"}]}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["success"], true);
+        assert_eq!(v["results"][0]["moved"], false);
+        assert_eq!(v["results"][1]["error"]["code"], "C211");
+        assert_eq!(v["results"][1]["from"], "missing");
+    }
+
+    #[tokio::test]
+    async fn directories_move_and_not_into_themselves() {
+        let j = Jail::new();
+        j.write("d/x", "x");
+        let v = j
+            .call(ID, json!({"files": [{"from": "d", "to": "d/sub/d"}]}))
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["error"]["code"], "C210");
+        let v = j
+            .call(ID, json!({"files": [{"from": "d", "to": "e"}]}))
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["moved"], true);
+        assert_eq!(j.read("e/x"), b"x");
+    }
+
+    #[tokio::test]
+    async fn denied_path_reads_exactly_like_a_missing_one() {
+        let j = Jail::new();
+        j.write("denied/f", "x");
+        let as_err = |v: serde_json::Value| -> Result<serde_json::Value, (String, String)> {
+            let e = &v["results"][0]["error"];
+            Err((
+                e["code"].as_str().unwrap().to_string(),
+                e["message"].as_str().unwrap().to_string(),
+            ))
+        };
+        let d = j
+            .call(ID, json!({"files": [{"from": "denied/f", "to": "x"}]}))
+            .await
+            .unwrap();
+        let m = j
+            .call(ID, json!({"files": [{"from": "nope/f", "to": "x"}]}))
+            .await
+            .unwrap();
+        assert_redacted(as_err(d), "denied/f", as_err(m), "nope/f");
+        j.write("ok", "x");
+        let d = j
+            .call(ID, json!({"files": [{"from": "ok", "to": ".env"}]}))
+            .await
+            .unwrap();
+        assert_eq!(d["results"][0]["error"]["code"], "C211");
+        assert!(j.exists("ok"));
+    }
+}

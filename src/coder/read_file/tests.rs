@@ -1,0 +1,237 @@
+use crate::testkit::{Jail, assert_redacted};
+use serde_json::json;
+
+const ID: &str = "coder::read-file";
+
+#[tokio::test]
+async fn full_read_returns_content_metadata_and_revision() {
+    let j = Jail::new();
+    j.write("a.txt", "one\ntwo\n");
+    let v = j.call(ID, json!({"path": "a.txt"})).await.unwrap();
+    assert_eq!(v["content"], "one\ntwo\n");
+    assert_eq!(v["path"], j.path("a.txt").display().to_string());
+    assert_eq!(v["size"], 8);
+    assert_eq!(v["total_lines"], 2);
+    assert_eq!(v["lines_returned"], 2);
+    assert_eq!(v["more_lines"], false);
+    assert_eq!(v["is_utf8"], true);
+    assert_eq!(v["revision"], crate::coder::revision_of(b"one\ntwo\n"));
+    assert_eq!(v["results"], serde_json::Value::Null);
+    assert!(v["mode"].as_u64().unwrap() <= 0o777);
+}
+
+#[tokio::test]
+async fn path_and_paths_are_exclusive() {
+    let j = Jail::new();
+    let (c, _) = j.call(ID, json!({})).await.unwrap_err();
+    assert_eq!(c, "C210");
+    let (c, _) = j
+        .call(ID, json!({"path": "a", "paths": ["b"]}))
+        .await
+        .unwrap_err();
+    assert_eq!(c, "C210");
+}
+
+#[tokio::test]
+async fn over_budget_full_read_names_size_lines_and_recovery() {
+    let j = Jail::with(|c| c.code.max_output_bytes = 10);
+    j.write("big.txt", "0123456789\nabc\n");
+    let (c, m) = j.call(ID, json!({"path": "big.txt"})).await.unwrap_err();
+    assert_eq!(c, "C218");
+    assert!(m.contains("15 bytes") && m.contains("2 lines"), "{m}");
+    assert!(m.contains("line_from") && m.contains("stat: true"), "{m}");
+    // a per-call override raises the budget
+    let v = j
+        .call(ID, json!({"path": "big.txt", "max_output_bytes": 100}))
+        .await
+        .unwrap();
+    assert_eq!(v["content"], "0123456789\nabc\n");
+}
+
+#[tokio::test]
+async fn per_call_budget_is_clamped_to_max_read_bytes() {
+    let j = Jail::with(|c| c.fs.max_read_bytes = 8);
+    j.write("f.txt", "0123456789");
+    let (c, m) = j
+        .call(ID, json!({"path": "f.txt", "max_output_bytes": 1000}))
+        .await
+        .unwrap_err();
+    assert_eq!(c, "C218");
+    assert!(m.contains("max_read_bytes"), "{m}");
+}
+
+#[tokio::test]
+async fn windows_stream_any_part_of_a_file() {
+    let j = Jail::with(|c| c.fs.max_read_bytes = 64);
+    let body: String = (1..=1000).map(|i| format!("l{i}\n")).collect();
+    j.write("long.txt", &body);
+    // the file is larger than max_read_bytes, yet a window works
+    let v = j
+        .call(
+            ID,
+            json!({"path": "long.txt", "line_from": 500, "line_to": 502}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(v["content"], "l500\nl501\nl502\n");
+    assert_eq!(v["more_lines"], true);
+    assert_eq!(v["total_lines"], serde_json::Value::Null);
+    assert_eq!(v["revision"], serde_json::Value::Null);
+    let tail = j
+        .call(
+            ID,
+            json!({"path": "long.txt", "line_from": 999, "numbered": true}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(tail["content"], "999→l999\n1000→l1000\n");
+    assert_eq!(tail["total_lines"], 1000);
+    assert_eq!(tail["more_lines"], false);
+    // the window cap cuts at a line boundary
+    let cut = j
+        .call(ID, json!({"path": "long.txt", "line_from": 1}))
+        .await
+        .unwrap();
+    assert_eq!(cut["more_lines"], true);
+    assert!(cut["content"].as_str().unwrap().len() <= 64);
+}
+
+#[tokio::test]
+async fn bad_windows_and_flag_combinations_are_c210() {
+    let j = Jail::new();
+    j.write("a.txt", "x\n");
+    for bad in [
+        json!({"path": "a.txt", "line_from": 0}),
+        json!({"path": "a.txt", "line_from": 5, "line_to": 2}),
+        json!({"path": "a.txt", "stat": true, "line_from": 1}),
+        json!({"path": "a.txt", "stat": true, "numbered": true}),
+        json!({"path": "a.txt", "stat": true, "max_output_bytes": 5}),
+        json!({"path": "a.txt", "line_from": 1, "max_output_bytes": 5}),
+        json!({"path": "a.txt", "encoding": "base64", "numbered": true}),
+        json!({"paths": ["a.txt"], "numbered": true}),
+    ] {
+        let (c, _) = j.call(ID, bad.clone()).await.unwrap_err();
+        assert_eq!(c, "C210", "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn stat_probes_without_content() {
+    let j = Jail::new();
+    j.write("bin", b"a\n\xff\n");
+    let v = j
+        .call(ID, json!({"path": "bin", "stat": true}))
+        .await
+        .unwrap();
+    assert_eq!(v["content"], serde_json::Value::Null);
+    assert_eq!(v["total_lines"], 2);
+    assert_eq!(v["is_utf8"], false);
+    assert_eq!(v["size"], 4);
+    assert!(v["mtime"].as_i64().unwrap() > 0);
+}
+
+#[tokio::test]
+async fn invalid_utf8_is_replaced_and_base64_is_exact() {
+    let j = Jail::new();
+    j.write("bin", b"ok\xfe\n");
+    let v = j.call(ID, json!({"path": "bin"})).await.unwrap();
+    assert_eq!(v["content"], "ok\u{FFFD}\n");
+    assert_eq!(v["is_utf8"], false);
+    let b = j
+        .call(ID, json!({"path": "bin", "encoding": "base64"}))
+        .await
+        .unwrap();
+    assert_eq!(b["content"], "b2v+Cg==");
+    assert_eq!(b["revision"], crate::coder::revision_of(b"ok\xfe\n"));
+}
+
+#[tokio::test]
+async fn directories_are_the_wrong_type() {
+    let j = Jail::new();
+    std::fs::create_dir(j.path("d")).unwrap();
+    let (c, m) = j.call(ID, json!({"path": "d"})).await.unwrap_err();
+    assert_eq!(c, "C212");
+    assert!(m.contains("coder::list-folder"));
+}
+
+#[tokio::test]
+async fn batch_entries_consume_the_budget_in_order() {
+    let j = Jail::with(|c| c.code.batch_read_budget_bytes = 12);
+    j.write("a", "aaaaa\n"); // 6 bytes
+    j.write("b", "bbbbb\n"); // 6 bytes -> budget spent
+    j.write("c", "c\n");
+    let v = j
+        .call(
+            ID,
+            json!({"paths": ["a", {"path": "b"}, "c", {"path": "c", "stat": true}, "missing"]}),
+        )
+        .await
+        .unwrap();
+    let r = v["results"].as_array().unwrap();
+    assert_eq!(v["content"], serde_json::Value::Null);
+    assert_eq!(r[0]["content"], "aaaaa\n");
+    assert_eq!(r[1]["content"], "bbbbb\n");
+    assert_eq!(r[2]["success"], false);
+    assert_eq!(r[2]["error"]["code"], "C218");
+    assert!(
+        r[2]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("batch_read_budget_bytes = 12")
+    );
+    // stat entries are budget-free
+    assert_eq!(r[3]["success"], true);
+    assert_eq!(r[3]["total_lines"], 1);
+    assert_eq!(r[4]["error"]["code"], "C211");
+    assert_eq!(r[4]["path"], "missing");
+}
+
+#[tokio::test]
+async fn batch_windows_and_numbered_prefixes_count() {
+    let j = Jail::with(|c| c.code.batch_read_budget_bytes = 9);
+    j.write("n", "x\ny\nz\n");
+    let v = j
+        .call(
+            ID,
+            json!({"paths": [{"path": "n", "numbered": true, "line_from": 1}]}),
+        )
+        .await
+        .unwrap();
+    let r = &v["results"][0];
+    // "1→x\n" is 6 bytes, the next line would exceed 9
+    assert_eq!(r["content"], "1→x\n");
+    assert_eq!(r["more_lines"], true);
+}
+
+#[tokio::test]
+async fn denied_path_reads_exactly_like_a_missing_one() {
+    let j = Jail::new();
+    j.write(".env", "SECRET=1\n");
+    j.write("denied/x", "x");
+    for denied in [".env", "denied/x"] {
+        let d = j.call(ID, json!({"path": denied})).await;
+        let m = j.call(ID, json!({"path": "nope"})).await;
+        assert_redacted(d, denied, m, "nope");
+        let d = j.call(ID, json!({"path": denied, "stat": true})).await;
+        let m = j.call(ID, json!({"path": "nope", "stat": true})).await;
+        assert_redacted(d, denied, m, "nope");
+    }
+}
+
+#[tokio::test]
+async fn base_dir_anchors_and_confines() {
+    let j = Jail::new();
+    j.write("pkg/src/a.rs", "a\n");
+    j.write("other.rs", "o\n");
+    let v = j
+        .call(ID, json!({"path": "src/a.rs", "base_dir": "pkg"}))
+        .await
+        .unwrap();
+    assert_eq!(v["content"], "a\n");
+    let (c, m) = j
+        .call(ID, json!({"path": "../other.rs", "base_dir": "pkg"}))
+        .await
+        .unwrap_err();
+    assert_eq!(c, "C220");
+    assert!(m.contains("base_dir"), "{m}");
+}

@@ -1,0 +1,525 @@
+//! `coder::update-file`: line ops, regex replaces and exact-text edits.
+//!
+//! Per file: line ops (`insert`/`remove`/`update_lines`, 1-based inclusive,
+//! all against the original numbering, applied bottom-up) run first; then the
+//! body ops (`replace`, `edit`) in request order. All ops of a file apply or
+//! none do; the file commits atomically and durably with its mode kept, and a
+//! failing file never stops the others.
+//!
+//! Files keep their shape: a CRLF file stays CRLF (ops see `\n`), a UTF-8 BOM
+//! and a missing final newline are kept. A file that is not valid UTF-8 is
+//! refused (C210) instead of having U+FFFD written back into it.
+
+mod edit;
+mod line_ops;
+mod replace;
+
+use super::create_file::{check_revision, check_write_size};
+use super::lines::count_lines;
+use super::{blocking, resolve, resolve_scope, revision_of};
+use crate::atomic::{Clobber, write_atomic};
+use crate::catalog::{Ctx, Flags, FunctionDef, function};
+use crate::error::{Class, Failure, Surface, WireError};
+use line_ops::LineOp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// One edit operation.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum UpdateOp {
+    /// Insert `content` before line `at_line` (1-based). `at_line = lines+1` appends to end of file.
+    Insert { at_line: u32, content: String },
+    /// Delete lines `from_line..=to_line` (1-based, inclusive).
+    Remove { from_line: u32, to_line: u32 },
+    /// Overwrite lines `from_line..=to_line` with `content`.
+    UpdateLines {
+        from_line: u32,
+        to_line: u32,
+        content: String,
+    },
+    /// Replace all regex matches in the file body (after line ops).
+    Replace {
+        pattern: String,
+        /// Substitution text; $1/${1}/$name/${name} expand captures ($0 = whole match), a literal $ is written $$ (`$${name}`). Unknown references fail C210 (`$1a` is the group named `1a`: write `${1}a`).
+        replacement: String,
+        #[serde(default)]
+        ignore_case: bool,
+        /// When true `.` also matches newline, so a short pattern like `start.*?end` spans lines; by default a multi-line pattern matches nothing.
+        #[serde(default)]
+        dot_matches_newline: bool,
+        /// Expected match count; a mismatch fails this file with C210 and writes nothing (0 asserts absence). Omit to replace all matches.
+        #[serde(default)]
+        expect_matches: Option<u64>,
+    },
+    /// Replace the exact text `old_text` with `new_text`. `old_text` must occur exactly once unless `replace_all`; otherwise C210 names the closest near-match (and whether it differs only in whitespace or line endings) or lists every occurrence's line.
+    Edit {
+        old_text: String,
+        new_text: String,
+        #[serde(default)]
+        replace_all: bool,
+    },
+}
+
+/// The ops for one file.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateFileSpec {
+    /// File to edit.
+    pub path: String,
+    /// Ops, applied line ops first (bottom-up, original numbering), then replace/edit ops in order.
+    pub ops: Vec<UpdateOp>,
+    /// Optimistic-concurrency guard: the `revision` from coder::read-file; if the file changed since, the entry fails C221 and nothing is written.
+    #[serde(default)]
+    pub expected_revision: Option<String>,
+}
+
+/// Edit one or more files.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "UpdateFileInput")]
+pub struct UpdateFileInput {
+    pub files: Vec<UpdateFileSpec>,
+    /// Optional per-call session working directory: relative paths anchor here and must stay inside it (C220).
+    #[serde(default)]
+    pub base_dir: Option<String>,
+}
+
+/// Post-apply snapshot of the region affected by one op. Line ops and edits echo the affected region with ±2 context lines; regex `replace` ops emit one echo per match site (up to 5, no context): the FIRST and LAST line of the post-replace region, with `elided` set to the inner line count when the region spans more than 2 lines. Line numbers are those right after the op's phase applied (line ops together, then each replace/edit in turn).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct OpEcho {
+    /// Index of the op in the request's ops array (0-based).
+    pub op_index: usize,
+    /// 1-based line number of the first echoed line.
+    pub from_line: usize,
+    /// The echoed lines (without terminators; long lines cut at 300 bytes with "…").
+    pub lines: Vec<String>,
+    /// Number of middle lines elided from a large region.
+    pub elided: Option<usize>,
+    /// Total number of replacements the regex op made across the whole file (set only on replace-op site echoes).
+    pub total_replacements: Option<u64>,
+}
+
+/// Outcome of one file.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct UpdateFileResult {
+    /// Canonical absolute path (resolved through the jail); the caller's input verbatim when resolution failed.
+    pub path: String,
+    pub success: bool,
+    /// Number of operations applied (only meaningful when `success`).
+    pub applied: usize,
+    /// Final line count after applying (only meaningful when `success`).
+    pub new_line_count: u64,
+    /// Revision (SHA-256 hex) of the bytes written; pass it as `expected_revision` on the next edit.
+    pub revision: Option<String>,
+    /// Per-op bounded post-apply echoes for edit verification. Empty on failure.
+    pub echoes: Vec<OpEcho>,
+    /// True when the total echo budget (~4 KiB) was exhausted before all op echoes could be emitted.
+    pub echoes_truncated: bool,
+    /// Structured error for this entry (e.g. `"C211"` not-found-or-denied, `"C210"` bad input such as overlapping ops, `"C221"` stale expected_revision).
+    pub error: Option<WireError>,
+}
+
+/// Per-file results, in request order.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(title = "UpdateFileOutput")]
+pub struct UpdateFileOutput {
+    pub results: Vec<UpdateFileResult>,
+}
+
+pub fn def() -> FunctionDef {
+    function(
+        "coder::update-file",
+        "Edit one or more files: batched line ops (1-based, inclusive, applied bottom-up against \
+         the original numbering), then regex replace and exact-text edit ops in order; each file \
+         commits atomically (all its ops or none). To replace a large region use two short \
+         anchors joined by .*? with dot_matches_newline: true, or an edit op quoting the exact \
+         text. Pass expected_revision from coder::read-file to refuse stale writes (C221). \
+         Paths: relative to the primary root or absolute inside an allowed root (see coder::info).",
+        Flags {
+            display: true,
+            ..Flags::NONE
+        },
+        |ctx: Ctx, req: UpdateFileInput| async move { update(&ctx, req).await },
+    )
+}
+
+async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Failure> {
+    if req.files.is_empty() {
+        return Err(Failure::bad_input(
+            "files is empty; pass at least one {path, ops}",
+        ));
+    }
+    let scope = resolve_scope(ctx, req.base_dir.as_deref())?;
+    let max_write = ctx.runtime.config.fs.max_write_bytes;
+    let mut results = Vec::with_capacity(req.files.len());
+    for spec in req.files {
+        let raw = spec.path.clone();
+        let outcome = match resolve(ctx, &spec.path, scope.as_ref()) {
+            Err(f) => Err(f),
+            Ok(r) if !r.exists => Err(Failure::not_found(&spec.path)),
+            Ok(r) => {
+                let path = r.path;
+                blocking(move || edit_file(&spec, &path, max_write).map(|out| (path, out))).await
+            }
+        };
+        results.push(match outcome {
+            Ok((path, done)) => UpdateFileResult {
+                path: path.display().to_string(),
+                success: true,
+                applied: done.applied,
+                new_line_count: done.new_line_count,
+                revision: Some(done.revision),
+                echoes: done.echoes.echoes,
+                echoes_truncated: done.echoes.truncated,
+                error: None,
+            },
+            Err(f) => UpdateFileResult {
+                path: raw,
+                success: false,
+                applied: 0,
+                new_line_count: 0,
+                revision: None,
+                echoes: Vec::new(),
+                echoes_truncated: false,
+                error: Some(f.to_wire(Surface::Coder)),
+            },
+        });
+    }
+    Ok(UpdateFileOutput { results })
+}
+
+struct Done {
+    applied: usize,
+    new_line_count: u64,
+    revision: String,
+    echoes: Echoes,
+}
+
+/// The shape a file had, restored when it is written back.
+struct Shape {
+    bom: bool,
+    crlf: bool,
+    final_newline: bool,
+}
+
+const BOM: &str = "\u{FEFF}";
+
+fn decode(raw: &str, bytes: &[u8]) -> Result<(String, Shape), Failure> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        Failure::bad_input(format!(
+            "{raw:?} is not valid UTF-8 (first invalid byte at offset {}); line, replace and edit \
+             ops would corrupt it. Write exact bytes with shell::fs::write instead",
+            e.valid_up_to()
+        ))
+    })?;
+    let (bom, text) = match text.strip_prefix(BOM) {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let crlf_lines = text.matches("\r\n").count();
+    let all_lines = text.matches('\n').count();
+    // A consistently-CRLF file is edited as LF and written back as CRLF; a
+    // mixed file is edited as is.
+    let crlf = crlf_lines > 0 && crlf_lines == all_lines;
+    let body = if crlf {
+        text.replace("\r\n", "\n")
+    } else {
+        text.to_string()
+    };
+    let final_newline = body.is_empty() || body.ends_with('\n');
+    Ok((
+        body,
+        Shape {
+            bom,
+            crlf,
+            final_newline,
+        },
+    ))
+}
+
+fn encode(body: &str, shape: &Shape) -> Vec<u8> {
+    let mut out = String::with_capacity(body.len() + 8);
+    if shape.bom {
+        out.push_str(BOM);
+    }
+    if shape.crlf {
+        out.push_str(&body.replace('\n', "\r\n"));
+    } else {
+        out.push_str(body);
+    }
+    out.into_bytes()
+}
+
+fn split_lines(body: &str) -> Vec<String> {
+    let trimmed = body.strip_suffix('\n').unwrap_or(body);
+    if body.is_empty() {
+        return Vec::new();
+    }
+    trimmed.split('\n').map(str::to_string).collect()
+}
+
+fn join_lines(lines: &[String], final_newline: bool) -> String {
+    let mut out = lines.join("\n");
+    if final_newline && !lines.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+fn edit_file(spec: &UpdateFileSpec, path: &Path, max_write: u64) -> Result<Done, Failure> {
+    let raw = spec.path.as_str();
+    if spec.ops.is_empty() {
+        return Err(Failure::bad_input(format!(
+            "{raw:?}: ops is empty; pass at least one insert/remove/update_lines/replace/edit op"
+        )));
+    }
+    let md = std::fs::metadata(path).map_err(|e| Failure::from_io(raw, &e))?;
+    if md.is_dir() {
+        return Err(Failure::new(
+            Class::WrongType,
+            format!("{raw:?} is a directory; edit a file inside it"),
+        ));
+    }
+    check_write_size(raw, md.len(), max_write)?;
+    let original = std::fs::read(path).map_err(|e| Failure::from_io(raw, &e))?;
+    let original_revision = revision_of(&original);
+    if let Some(expected) = &spec.expected_revision {
+        if *expected != original_revision {
+            return Err(Failure::new(
+                Class::RevisionConflict,
+                format!(
+                    "{raw:?} changed since it was read (current revision {original_revision}, \
+                     expected {expected}); nothing was written. Re-read it with coder::read-file \
+                     and apply your change to the new content"
+                ),
+            ));
+        }
+    }
+    let (body, shape) = decode(raw, &original)?;
+    let mut echoes = Echoes::default();
+
+    // Phase 1: line ops against the original numbering.
+    let mut line_ops = Vec::new();
+    for (i, op) in spec.ops.iter().enumerate() {
+        let lo = match op {
+            UpdateOp::Insert { at_line, content } => LineOp::Insert {
+                at: *at_line as usize,
+                lines: line_ops::content_lines(content),
+            },
+            UpdateOp::Remove { from_line, to_line } => LineOp::Remove {
+                from: *from_line as usize,
+                to: *to_line as usize,
+            },
+            UpdateOp::UpdateLines {
+                from_line,
+                to_line,
+                content,
+            } => LineOp::Update {
+                from: *from_line as usize,
+                to: *to_line as usize,
+                lines: line_ops::content_lines(content),
+            },
+            _ => continue,
+        };
+        line_ops.push((i, lo));
+    }
+    let mut body = body;
+    if !line_ops.is_empty() {
+        let mut lines = split_lines(&body);
+        line_ops::validate(&line_ops, lines.len())
+            .map_err(|f| Failure::new(f.class, format!("{raw:?}: {}", f.message)))?;
+        line_ops::apply(&mut lines, &line_ops);
+        for (i, start, added) in line_ops::landed(&line_ops) {
+            echoes.region(i, &lines, start, added);
+        }
+        body = join_lines(&lines, shape.final_newline);
+    }
+
+    // Phase 2: body ops, in request order.
+    for (i, op) in spec.ops.iter().enumerate() {
+        match op {
+            UpdateOp::Replace {
+                pattern,
+                replacement,
+                ignore_case,
+                dot_matches_newline,
+                expect_matches,
+            } => {
+                let r = replace::compile(
+                    i,
+                    pattern,
+                    replacement,
+                    *ignore_case,
+                    *dot_matches_newline,
+                    *expect_matches,
+                )?;
+                let (next, count, sites) = replace::apply(&r, &body);
+                if let Some(expected) = r.expect_matches {
+                    if expected != count {
+                        return Err(Failure::bad_input(format!(
+                            "{raw:?}: ops[{i}] replace matched {count} time(s), expect_matches is \
+                             {expected}; nothing was written. Tighten the pattern (or fix \
+                             expect_matches) and retry"
+                        )));
+                    }
+                }
+                body = next;
+                let lines: Vec<&str> = body.split('\n').collect();
+                for site in sites.iter().take(5) {
+                    echoes.site(i, &body, &lines, site.start, site.end, count);
+                }
+            }
+            UpdateOp::Edit {
+                old_text,
+                new_text,
+                replace_all,
+            } => {
+                let norm = |s: &str| {
+                    if shape.crlf {
+                        s.replace("\r\n", "\n")
+                    } else {
+                        s.to_string()
+                    }
+                };
+                let (next, sites) =
+                    edit::apply(i, &body, &norm(old_text), &norm(new_text), *replace_all)
+                        .map_err(|f| Failure::new(f.class, format!("{raw:?}: {}", f.message)))?;
+                body = next;
+                let lines: Vec<String> = split_lines(&body);
+                for (s, e) in sites.iter().take(5) {
+                    let first = edit::line_of(&body, *s);
+                    let added = if e > s {
+                        edit::line_of(&body, e - 1) - first + 1
+                    } else {
+                        0
+                    };
+                    echoes.region(i, &lines, first, added);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    let bytes = encode(&body, &shape);
+    check_write_size(raw, bytes.len() as u64, max_write)?;
+    // Narrow the read-modify-write window: refuse if the file changed while
+    // the ops ran.
+    check_revision(raw, path, &original_revision)?;
+    write_atomic(path, &bytes, None, Clobber::Replace).map_err(|e| Failure::from_io(raw, &e))?;
+    Ok(Done {
+        applied: spec.ops.len(),
+        new_line_count: count_lines(body.as_bytes()),
+        revision: revision_of(&bytes),
+        echoes,
+    })
+}
+
+const ECHO_BUDGET: usize = 4096;
+const ECHO_MAX_LINES: usize = 12;
+const ECHO_LINE_BYTES: usize = 300;
+
+/// Echoes with a shared byte budget.
+#[derive(Default)]
+struct Echoes {
+    echoes: Vec<OpEcho>,
+    used: usize,
+    truncated: bool,
+}
+
+fn cut(line: &str) -> String {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    if line.len() <= ECHO_LINE_BYTES {
+        return line.to_string();
+    }
+    let mut end = ECHO_LINE_BYTES;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &line[..end])
+}
+
+impl Echoes {
+    fn push(&mut self, echo: OpEcho) {
+        let cost: usize = echo.lines.iter().map(|l| l.len() + 4).sum::<usize>() + 32;
+        if self.truncated || self.used + cost > ECHO_BUDGET {
+            self.truncated = true;
+            return;
+        }
+        self.used += cost;
+        self.echoes.push(echo);
+    }
+
+    /// A region of `added` lines starting at `start` (1-based), ±2 lines.
+    fn region<S: AsRef<str>>(&mut self, op: usize, lines: &[S], start: usize, added: usize) {
+        let n = lines.len();
+        let from = start.saturating_sub(2).max(1);
+        let to = if added == 0 {
+            (start + 1).min(n)
+        } else {
+            (start + added - 1 + 2).min(n)
+        };
+        if n == 0 || from > to {
+            self.push(OpEcho {
+                op_index: op,
+                from_line: start.max(1),
+                lines: Vec::new(),
+                elided: None,
+                total_replacements: None,
+            });
+            return;
+        }
+        let window: Vec<String> = lines[from - 1..to]
+            .iter()
+            .map(|l| cut(l.as_ref()))
+            .collect();
+        let (lines, elided) = if window.len() > ECHO_MAX_LINES {
+            let half = ECHO_MAX_LINES / 2;
+            let elided = window.len() - ECHO_MAX_LINES;
+            let mut kept = window[..half].to_vec();
+            kept.extend_from_slice(&window[window.len() - half..]);
+            (kept, Some(elided))
+        } else {
+            (window, None)
+        };
+        self.push(OpEcho {
+            op_index: op,
+            from_line: from,
+            lines,
+            elided,
+            total_replacements: None,
+        });
+    }
+
+    /// One replace site: first and last line of the replaced region.
+    fn site(
+        &mut self,
+        op: usize,
+        body: &str,
+        lines: &[&str],
+        start: usize,
+        end: usize,
+        total: u64,
+    ) {
+        let first = edit::line_of(body, start);
+        let last_off = if end > start { end - 1 } else { start };
+        let last = edit::line_of(body, last_off.min(body.len()));
+        let get = |l: usize| lines.get(l - 1).map(|s| cut(s)).unwrap_or_default();
+        let (echo_lines, elided) = if first == last {
+            (vec![get(first)], None)
+        } else {
+            let inner = last - first - 1;
+            (vec![get(first), get(last)], (inner > 0).then_some(inner))
+        };
+        self.push(OpEcho {
+            op_index: op,
+            from_line: first,
+            lines: echo_lines,
+            elided,
+            total_replacements: Some(total),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

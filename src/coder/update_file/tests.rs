@@ -1,0 +1,312 @@
+use crate::testkit::{Jail, assert_redacted};
+use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
+
+const ID: &str = "coder::update-file";
+
+async fn edit(j: &Jail, path: &str, ops: Value) -> Value {
+    let v = j
+        .call(ID, json!({"files": [{"path": path, "ops": ops}]}))
+        .await
+        .unwrap();
+    v["results"][0].clone()
+}
+
+#[tokio::test]
+async fn line_ops_use_original_numbers_and_echo_context() {
+    let j = Jail::new();
+    j.write("f", "1\n2\n3\n4\n5\n6\n");
+    let r = edit(
+        &j,
+        "f",
+        json!([
+            {"op": "insert", "at_line": 1, "content": "top\n"},
+            {"op": "update_lines", "from_line": 3, "to_line": 4, "content": "three-four"},
+            {"op": "remove", "from_line": 6, "to_line": 6}
+        ]),
+    )
+    .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(j.read("f"), b"top\n1\n2\nthree-four\n5\n");
+    assert_eq!(r["applied"], 3);
+    assert_eq!(r["new_line_count"], 5);
+    let echoes = r["echoes"].as_array().unwrap();
+    assert_eq!(echoes[1]["op_index"], 1);
+    assert_eq!(echoes[1]["from_line"], 2);
+    assert_eq!(echoes[1]["lines"], json!(["1", "2", "three-four", "5"]));
+    assert_eq!(r["revision"], crate::coder::revision_of(&j.read("f")));
+}
+
+#[tokio::test]
+async fn overlapping_or_out_of_range_ops_write_nothing() {
+    let j = Jail::new();
+    j.write("f", "a\nb\nc\n");
+    for ops in [
+        json!([{"op": "remove", "from_line": 1, "to_line": 2}, {"op": "update_lines", "from_line": 2, "to_line": 3, "content": "x"}]),
+        json!([{"op": "remove", "from_line": 3, "to_line": 9}]),
+        json!([{"op": "insert", "at_line": 0, "content": "x"}]),
+    ] {
+        let r = edit(&j, "f", ops).await;
+        assert_eq!(r["error"]["code"], "C210", "{r}");
+        assert_eq!(r["echoes"], json!([]));
+    }
+    assert_eq!(j.read("f"), b"a\nb\nc\n");
+}
+
+#[tokio::test]
+async fn replace_ops_expand_captures_and_echo_sites() {
+    let j = Jail::new();
+    j.write("f", "let a = old(1);\nlet b = old(2);\n");
+    let r = edit(
+        &j,
+        "f",
+        json!([{"op": "replace", "pattern": r"old\((\d)\)", "replacement": "new(${1}0)", "expect_matches": 2}]),
+    )
+    .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(j.read("f"), b"let a = new(10);\nlet b = new(20);\n");
+    let echoes = r["echoes"].as_array().unwrap();
+    assert_eq!(echoes.len(), 2);
+    assert_eq!(echoes[1]["from_line"], 2);
+    assert_eq!(echoes[1]["total_replacements"], 2);
+}
+
+#[tokio::test]
+async fn expect_matches_mismatch_and_bad_references_write_nothing() {
+    let j = Jail::new();
+    j.write("f", "x x\n");
+    let r = edit(
+        &j,
+        "f",
+        json!([{"op": "replace", "pattern": "x", "replacement": "y", "expect_matches": 1}]),
+    )
+    .await;
+    assert_eq!(r["error"]["code"], "C210");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("matched 2")
+    );
+    // a bad reference is refused even though the pattern matches nothing
+    let r = edit(
+        &j,
+        "f",
+        json!([{"op": "replace", "pattern": "(zzz)", "replacement": "$1a"}]),
+    )
+    .await;
+    assert_eq!(r["error"]["code"], "C210");
+    // expect_matches: 0 asserts absence
+    let r = edit(
+        &j,
+        "f",
+        json!([{"op": "replace", "pattern": "zzz", "replacement": "", "expect_matches": 0}]),
+    )
+    .await;
+    assert_eq!(r["success"], true);
+    assert_eq!(j.read("f"), b"x x\n");
+}
+
+#[tokio::test]
+async fn multi_line_regions_echo_first_and_last_lines() {
+    let j = Jail::new();
+    j.write("f", "keep\nstart\na\nb\nend\nkeep\n");
+    let r = edit(
+        &j,
+        "f",
+        json!([{"op": "replace", "pattern": "start.*?end", "replacement": "S\nm1\nm2\nE", "dot_matches_newline": true}]),
+    )
+    .await;
+    let e = &r["echoes"][0];
+    assert_eq!(e["lines"], json!(["S", "E"]));
+    assert_eq!(e["elided"], 2);
+    assert_eq!(e["from_line"], 2);
+}
+
+#[tokio::test]
+async fn edit_ops_apply_in_order_all_or_none() {
+    let j = Jail::new();
+    j.write("f.rs", "fn a() {}\nfn b() {}\n");
+    let r = edit(
+        &j,
+        "f.rs",
+        json!([
+            {"op": "edit", "old_text": "fn a() {}", "new_text": "fn a2() {}"},
+            {"op": "edit", "old_text": "fn a2() {}\nfn b", "new_text": "fn a3() {}\nfn b"}
+        ]),
+    )
+    .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(j.read("f.rs"), b"fn a3() {}\nfn b() {}\n");
+    let r = edit(
+        &j,
+        "f.rs",
+        json!([
+            {"op": "edit", "old_text": "fn a3() {}", "new_text": "gone"},
+            {"op": "edit", "old_text": "not there", "new_text": "x"}
+        ]),
+    )
+    .await;
+    assert_eq!(r["error"]["code"], "C210");
+    assert!(r["error"]["message"].as_str().unwrap().contains("ops[1]"));
+    assert_eq!(j.read("f.rs"), b"fn a3() {}\nfn b() {}\n");
+}
+
+#[tokio::test]
+async fn crlf_bom_missing_final_newline_and_mode_are_kept() {
+    let j = Jail::new();
+    let p = j.write("w.txt", "\u{FEFF}one\r\ntwo\r\nthree");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let r = edit(
+        &j,
+        "w.txt",
+        json!([
+            {"op": "insert", "at_line": 2, "content": "one-and-a-half\n"},
+            {"op": "edit", "old_text": "two\r\nthree", "new_text": "TWO\nTHREE"}
+        ]),
+    )
+    .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(
+        j.read("w.txt"),
+        "\u{FEFF}one\r\none-and-a-half\r\nTWO\r\nTHREE".as_bytes()
+    );
+    assert_eq!(
+        std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
+}
+
+#[tokio::test]
+async fn appending_to_a_file_without_final_newline() {
+    let j = Jail::new();
+    j.write("f", "a\nb");
+    let r = edit(
+        &j,
+        "f",
+        json!([{"op": "insert", "at_line": 3, "content": "c"}]),
+    )
+    .await;
+    assert_eq!(r["success"], true);
+    assert_eq!(j.read("f"), b"a\nb\nc");
+}
+
+#[tokio::test]
+async fn non_utf8_files_are_refused_not_corrupted() {
+    let j = Jail::new();
+    j.write("bin", b"ok\n\xff\xfe\n");
+    let r = edit(
+        &j,
+        "bin",
+        json!([{"op": "remove", "from_line": 1, "to_line": 1}]),
+    )
+    .await;
+    assert_eq!(r["error"]["code"], "C210");
+    let m = r["error"]["message"].as_str().unwrap();
+    assert!(
+        m.contains("offset 3") && m.contains("shell::fs::write"),
+        "{m}"
+    );
+    assert_eq!(j.read("bin"), b"ok\n\xff\xfe\n");
+}
+
+#[tokio::test]
+async fn stale_revision_is_c221_and_fresh_revision_chains() {
+    let j = Jail::new();
+    j.write("f", "v1\n");
+    let stale = crate::coder::revision_of(b"v0\n");
+    let v = j
+        .call(ID, json!({"files": [{"path": "f", "expected_revision": stale, "ops": [{"op": "edit", "old_text": "v1", "new_text": "v2"}]}]}))
+        .await
+        .unwrap();
+    assert_eq!(v["results"][0]["error"]["code"], "C221");
+    let fresh = crate::coder::revision_of(b"v1\n");
+    let v = j
+        .call(ID, json!({"files": [{"path": "f", "expected_revision": fresh, "ops": [{"op": "edit", "old_text": "v1", "new_text": "v2"}]}]}))
+        .await
+        .unwrap();
+    let next = v["results"][0]["revision"].clone();
+    let v = j
+        .call(ID, json!({"files": [{"path": "f", "expected_revision": next, "ops": [{"op": "edit", "old_text": "v2", "new_text": "v3"}]}]}))
+        .await
+        .unwrap();
+    assert_eq!(v["results"][0]["success"], true);
+    assert_eq!(j.read("f"), b"v3\n");
+}
+
+#[tokio::test]
+async fn a_failing_file_does_not_stop_the_others() {
+    let j = Jail::new();
+    j.write("good", "a\n");
+    let v = j
+        .call(
+            ID,
+            json!({"files": [
+                {"path": "missing", "ops": [{"op": "remove", "from_line": 1, "to_line": 1}]},
+                {"path": "good", "ops": [{"op": "update_lines", "from_line": 1, "to_line": 1, "content": "b"}]}
+            ]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(v["results"][0]["error"]["code"], "C211");
+    assert_eq!(v["results"][1]["success"], true);
+    assert_eq!(j.read("good"), b"b\n");
+}
+
+#[tokio::test]
+async fn echo_budget_is_bounded() {
+    let j = Jail::new();
+    let long = "x".repeat(250);
+    let body: String = (0..200).map(|_| format!("{long}\n")).collect();
+    j.write("f", &body);
+    let ops: Vec<Value> = (1..=200)
+        .step_by(5)
+        .map(|l| json!({"op": "update_lines", "from_line": l, "to_line": l, "content": "y"}))
+        .collect();
+    let r = edit(&j, "f", json!(ops)).await;
+    assert_eq!(r["success"], true);
+    assert_eq!(r["echoes_truncated"], true);
+    assert!(r["echoes"].to_string().len() < 6000);
+}
+
+#[tokio::test]
+async fn ops_are_validated_by_the_schema() {
+    let j = Jail::new();
+    j.write("f", "a\n");
+    let (c, m) = j
+        .call(
+            ID,
+            json!({"files": [{"path": "f", "ops": [{"op": "frobnicate"}]}]}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(c, "C210");
+    assert!(m.contains("files"), "{m}");
+}
+
+#[tokio::test]
+async fn denied_path_reads_exactly_like_a_missing_one() {
+    let j = Jail::new();
+    j.write(".env", "A=1\n");
+    j.write("denied/x", "x\n");
+    let as_err = |v: Value| -> Result<Value, (String, String)> {
+        let e = &v["results"][0]["error"];
+        Err((
+            e["code"].as_str().unwrap().to_string(),
+            e["message"].as_str().unwrap().to_string(),
+        ))
+    };
+    let ops = json!([{"op": "remove", "from_line": 1, "to_line": 1}]);
+    for denied in [".env", "denied/x"] {
+        let d = j
+            .call(ID, json!({"files": [{"path": denied, "ops": ops}]}))
+            .await
+            .unwrap();
+        let m = j
+            .call(ID, json!({"files": [{"path": "nope", "ops": ops}]}))
+            .await
+            .unwrap();
+        assert_redacted(as_err(d), denied, as_err(m), "nope");
+    }
+    assert_eq!(j.read(".env"), b"A=1\n");
+}

@@ -1,0 +1,95 @@
+//! Test fixtures shared by the unit tests: a jailed context over a temp dir.
+
+use crate::catalog::{Catalog, Ctx, Services};
+use crate::config::Config;
+use crate::runtime::Runtime;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tempfile::TempDir;
+
+/// A temp directory used as the only jail root.
+pub struct Jail {
+    pub dir: TempDir,
+    pub root: PathBuf,
+    pub services: Arc<Services>,
+}
+
+impl Default for Jail {
+    fn default() -> Self {
+        Self::with(|_| {})
+    }
+}
+
+impl Jail {
+    pub fn new() -> Jail {
+        Self::default()
+    }
+
+    /// A jail whose config is adjusted by `tweak` first.
+    pub fn with(tweak: impl FnOnce(&mut Config)) -> Jail {
+        let dir = TempDir::new().expect("temp dir");
+        let root = dir.path().canonicalize().expect("canonical temp dir");
+        let mut cfg = Config::zero_config();
+        cfg.fs.allow_unjailed = false;
+        cfg.fs.host_roots = vec![root.clone()];
+        cfg.fs.denylist_paths = vec![root.join("denied")];
+        tweak(&mut cfg);
+        let services = Services::standalone(Runtime::build(cfg).expect("runtime"));
+        Jail {
+            dir,
+            root,
+            services,
+        }
+    }
+
+    pub fn ctx(&self) -> Ctx {
+        Ctx::new(self.services.clone())
+    }
+
+    /// Write a file (parents created) relative to the root.
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&p, content).expect("write");
+        p
+    }
+
+    pub fn read(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.root.join(rel)).expect("read")
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Call a catalog function; Ok(value) or Err((code, message)).
+    pub async fn call(&self, id: &str, payload: Value) -> Result<Value, (String, String)> {
+        Catalog::standard()
+            .call(&self.services, id, payload)
+            .await
+            .map_err(|e| (e.code, e.message))
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        Path::new(&self.root.join(rel)).exists()
+    }
+}
+
+/// The redaction check: a denied path and a missing path fail with the same
+/// code and the same message modulo the path.
+pub fn assert_redacted(
+    denied: Result<Value, (String, String)>,
+    denied_raw: &str,
+    missing: Result<Value, (String, String)>,
+    missing_raw: &str,
+) {
+    let (dc, dm) = denied.expect_err("denied path must fail");
+    let (mc, mm) = missing.expect_err("missing path must fail");
+    assert_eq!(dc, mc, "codes differ: denied {dm:?} vs missing {mm:?}");
+    assert_eq!(
+        dm.replace(denied_raw, "<P>"),
+        mm.replace(missing_raw, "<P>"),
+        "messages differ"
+    );
+}
