@@ -100,23 +100,56 @@ pub fn check(env: &BTreeMap<String, String>) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The exact environment a child starts with: the forwarded part of
-/// `worker_env`, then the per-call values on top.
+/// The environment a child starts with, as a change to the worker's own:
+/// either the worker's environment plus the per-call values (`inherit`), or
+/// only the allowed part of it plus the per-call values.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChildEnv {
+    /// Start from an empty environment instead of the worker's.
+    pub clear: bool,
+    /// Set on top (per-call values win).
+    pub vars: BTreeMap<String, String>,
+}
+
+impl ChildEnv {
+    /// What the child sees, given the worker's environment.
+    pub fn effective(
+        &self,
+        worker_env: impl IntoIterator<Item = (String, String)>,
+    ) -> BTreeMap<String, String> {
+        let mut env: BTreeMap<String, String> = if self.clear {
+            BTreeMap::new()
+        } else {
+            worker_env.into_iter().collect()
+        };
+        env.extend(self.vars.clone());
+        env
+    }
+}
+
+/// The child environment for `config` and a checked per-call `env`.
+/// Inheriting needs no copy of the worker's environment: the child simply
+/// keeps it, which is also the cheapest spawn.
 pub fn child_env(
     config: &EnvConfig,
     worker_env: impl IntoIterator<Item = (String, String)>,
     per_call: Option<&BTreeMap<String, String>>,
-) -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> = worker_env
-        .into_iter()
-        .filter(|(k, _)| config.inherit || config.allow.iter().any(|a| a == k))
-        .collect();
-    if let Some(per_call) = per_call {
-        for (k, v) in per_call {
-            env.insert(k.clone(), v.clone());
-        }
+) -> ChildEnv {
+    let mut vars = BTreeMap::new();
+    if !config.inherit {
+        vars.extend(
+            worker_env
+                .into_iter()
+                .filter(|(k, _)| config.allow.iter().any(|a| a == k)),
+        );
     }
-    env
+    if let Some(per_call) = per_call {
+        vars.extend(per_call.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    ChildEnv {
+        clear: !config.inherit,
+        vars,
+    }
 }
 
 /// The worker's own environment, skipping entries that are not UTF-8.
@@ -206,14 +239,20 @@ mod tests {
             inherit: true,
             allow: vec![],
         };
-        let e = child_env(&all, worker.clone(), Some(&env(&[("LANG", "fr")])));
+        let plan = child_env(&all, worker.clone(), Some(&env(&[("LANG", "fr")])));
+        assert!(!plan.clear);
+        let e = plan.effective(worker.clone());
         assert_eq!(e.get("SECRET").map(String::as_str), Some("s"));
         assert_eq!(e.get("LANG").map(String::as_str), Some("fr"));
         let some = EnvConfig {
             inherit: false,
             allow: vec!["PATH".into(), "HOME".into()],
         };
-        let e = child_env(&some, worker, Some(&env(&[("NODE_ENV", "test")])));
-        assert_eq!(e, env(&[("NODE_ENV", "test"), ("PATH", "/bin")]));
+        let plan = child_env(&some, worker.clone(), Some(&env(&[("NODE_ENV", "test")])));
+        assert!(plan.clear);
+        assert_eq!(
+            plan.effective(worker),
+            env(&[("NODE_ENV", "test"), ("PATH", "/bin")])
+        );
     }
 }

@@ -593,9 +593,16 @@ impl JobTable {
                     p.terminate(KILL_GRACE).await;
                 }
                 // The runner records the end once the output has drained.
-                job.wait_terminal(KILL_GRACE + DRAIN_GRACE + Duration::from_secs(1))
+                let ended = job
+                    .wait_terminal(KILL_GRACE + DRAIN_GRACE + Duration::from_secs(1))
                     .await;
                 let view = job.view();
+                if !ended {
+                    let pid = job.process().map(|p| p.pid()).unwrap_or(0);
+                    return Err(Failure::io(format!(
+                        "job {id:?} is still running after TERM and KILL to its process group                          {pid} (signal delivery failed, or it is stuck in the kernel); check                          shell::status {{job_id: {id:?}}} again, or stop it from the host"
+                    )));
+                }
                 Ok(KillOutcome {
                     killed: view.status == JobStatus::Killed,
                     status: view.status,

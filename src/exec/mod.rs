@@ -76,17 +76,22 @@ pub async fn host_spec(
                 .map_err(|e| Failure::io(format!("cwd resolution failed: {e}")))??
         }
     };
-    let env = env_gate::child_env(
-        &runtime.config.env,
-        env_gate::worker_env(),
-        fields.env.as_ref(),
-    );
+    let env = if runtime.config.env.inherit {
+        env_gate::child_env(&runtime.config.env, [], fields.env.as_ref())
+    } else {
+        env_gate::child_env(
+            &runtime.config.env,
+            env_gate::worker_env(),
+            fields.env.as_ref(),
+        )
+    };
     Ok(process::Spec {
         argv,
         cwd,
         env,
         stdin: fields.stdin,
         max_output_bytes: output_cap(runtime),
+        detach: process::Detach::for_this_worker(),
     })
 }
 

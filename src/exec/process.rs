@@ -1,8 +1,12 @@
 //! Host processes: spawn in their own process group, capture, reap, kill.
 //!
-//! Every command runs as the leader of a new session (`setsid` in the
-//! child), so its process group holds everything it starts; killing the
-//! group reaches grandchildren. One supervisor task per process owns the
+//! Every command leads a process group of its own (pgid = its pid), so the
+//! group holds everything it starts and killing the group reaches
+//! grandchildren. When the worker itself has a controlling terminal (run by
+//! hand), the command also gets a new session (`setsid`), so nothing it
+//! starts can prompt on, read or stop on that terminal; a worker without one
+//! (the deployed case) uses `setpgid`, which keeps the spawn on the fast
+//! `posix_spawn` path. See [`Detach`]. One supervisor task per process owns the
 //! child handle and always waits for it, so every child is reaped whatever
 //! happens to the call that started it.
 //!
@@ -18,15 +22,15 @@
 //! group still has members, so it cannot name a recycled pid.
 
 use super::capture::{self, Capture};
+use super::env_gate::ChildEnv;
 use crate::error::Failure;
 use dashmap::DashMap;
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
@@ -42,12 +46,42 @@ pub const KILL_GRACE: Duration = Duration::from_secs(2);
 pub struct Spec {
     pub argv: Vec<String>,
     pub cwd: PathBuf,
-    /// The complete child environment.
-    pub env: BTreeMap<String, String>,
+    /// The child environment, relative to the worker's.
+    pub env: ChildEnv,
     /// Written to stdin, then EOF; `None` = /dev/null.
     pub stdin: Option<String>,
     /// Per-stream capture cap.
     pub max_output_bytes: usize,
+    pub detach: Detach,
+}
+
+/// How a command is set apart from the worker. Both make it the leader of
+/// a new process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detach {
+    /// `setsid`: a new session too, without a controlling terminal. Needs a
+    /// `pre_exec` hook, so the spawn forks.
+    Session,
+    /// `setpgid(0, 0)`: spawned with `posix_spawn`, the cheaper path.
+    Group,
+}
+
+impl Detach {
+    /// `Session` when this worker has a controlling terminal (whose
+    /// prompts a command could otherwise reach), `Group` otherwise. Decided
+    /// once per process.
+    pub fn for_this_worker() -> Detach {
+        static MODE: OnceLock<Detach> = OnceLock::new();
+        *MODE.get_or_init(|| {
+            // Opening /dev/tty fails (ENXIO) exactly when there is no
+            // controlling terminal; it acquires nothing.
+            if std::fs::File::open("/dev/tty").is_ok() {
+                Detach::Session
+            } else {
+                Detach::Group
+            }
+        })
+    }
 }
 
 /// How a process ended.
@@ -193,10 +227,11 @@ pub fn spawn(
     outputs: Outputs,
 ) -> Result<Arc<Process>, Failure> {
     let mut cmd = tokio::process::Command::new(&spec.argv[0]);
-    cmd.args(&spec.argv[1..])
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(&spec.env)
+    cmd.args(&spec.argv[1..]).current_dir(&spec.cwd);
+    if spec.env.clear {
+        cmd.env_clear();
+    }
+    cmd.envs(&spec.env.vars)
         .stdin(if spec.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -204,16 +239,21 @@ pub fn spawn(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SAFETY: the closure runs in the forked child before exec and only
-    // calls setsid(2), which is async-signal-safe, allocates nothing and
-    // touches no lock; it makes the child the leader of a new session and
-    // process group (pgid = its pid) with no controlling terminal.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(|_| ())
-                .map_err(std::io::Error::from)
-        });
+    match spec.detach {
+        Detach::Group => {
+            cmd.process_group(0);
+        }
+        // SAFETY: the closure runs in the forked child before exec and only
+        // calls setsid(2), which is async-signal-safe, allocates nothing and
+        // touches no lock; it makes the child the leader of a new session
+        // and process group (pgid = its pid) with no controlling terminal.
+        Detach::Session => unsafe {
+            cmd.pre_exec(|| {
+                nix::unistd::setsid()
+                    .map(|_| ())
+                    .map_err(std::io::Error::from)
+            });
+        },
     }
     let mut child = cmd.spawn().map_err(|e| spawn_failure(&spec.argv[0], &e))?;
     let Some(pid) = child.id().map(|p| p as i32) else {
@@ -316,9 +356,10 @@ mod tests {
         Spec {
             argv: argv.iter().map(|s| s.to_string()).collect(),
             cwd: std::env::temp_dir(),
-            env: super::super::env_gate::worker_env().into_iter().collect(),
+            env: ChildEnv::default(),
             stdin: None,
             max_output_bytes: 1 << 20,
+            detach: Detach::for_this_worker(),
         }
     }
 
@@ -450,18 +491,20 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn each_command_leads_its_own_group() {
+    async fn each_command_leads_its_own_group_in_both_modes() {
         let live = Arc::new(LiveGroups::default());
-        // field 5 of /proc/PID/stat is the process group id
-        let p = spawn(
-            &spec(&["sh", "-c", "cut -d' ' -f5 /proc/$$/stat"]),
-            &live,
-            Outputs::new(),
-        )
-        .unwrap();
-        p.wait().await;
-        let pgid: u32 = p.outputs.stdout.snapshot().0.trim().parse().unwrap();
-        assert_eq!(pgid, p.pid());
+        // fields 5 and 6 of /proc/PID/stat: process group and session
+        for detach in [Detach::Group, Detach::Session] {
+            let mut s = spec(&["sh", "-c", "cut -d' ' -f5,6 /proc/$$/stat"]);
+            s.detach = detach;
+            let p = spawn(&s, &live, Outputs::new()).unwrap();
+            p.wait().await;
+            let out = p.outputs.stdout.snapshot().0;
+            let ids: Vec<u32> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            assert_eq!(ids[0], p.pid(), "{detach:?}");
+            // only Session makes the command lead a new session
+            assert_eq!(ids[1] == p.pid(), detach == Detach::Session, "{detach:?}");
+        }
     }
 
     #[tokio::test]
