@@ -128,10 +128,11 @@ impl LiveRuntime {
                 let next = Arc::new(next);
                 let prev = self.current.swap(next.clone());
                 let widened = widens_jail(&prev, &next);
+                let changed = prev.config != next.config;
                 let mut st = self.status.lock().unwrap_or_else(|p| p.into_inner());
                 st.last_outcome = ReloadOutcome::Applied;
                 st.last_error = None;
-                Ok(ApplyReport { widened })
+                Ok(ApplyReport { widened, changed })
             }
             Err(err) => {
                 let mut st = self.status.lock().unwrap_or_else(|p| p.into_inner());
@@ -156,6 +157,8 @@ impl LiveRuntime {
 pub struct ApplyReport {
     /// Some description when the new policy reaches paths the old one did not.
     pub widened: Option<String>,
+    /// Whether the configuration differs from the one it replaced.
+    pub changed: bool,
 }
 
 /// Whether `next` reaches paths `prev` could not: unjailing, or a root not

@@ -93,3 +93,13 @@ pub fn assert_redacted(
         "messages differ"
     );
 }
+
+/// The first batch entry's error of a coder result, as `Err((code, message))`
+/// (for [`assert_redacted`]).
+pub fn entry_error(v: Value) -> Result<Value, (String, String)> {
+    let e = &v["results"][0]["error"];
+    Err((
+        e["code"].as_str().unwrap_or_default().to_string(),
+        e["message"].as_str().unwrap_or_default().to_string(),
+    ))
+}

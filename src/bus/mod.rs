@@ -124,6 +124,13 @@ async fn start(iii: &IIIClient, seed: Value) -> Result<Arc<Services>, ServeError
     register_catalog(iii, &catalog, &services);
     register_trigger_types(iii, &catalog, &services);
     bind_config_trigger(iii);
+    // The engine handles one connection's frames in order, so once this
+    // re-fetch is answered the binding is live: a change made before it is
+    // seen here, one made after it fires the trigger. Nothing is missed.
+    let ctx = crate::catalog::Ctx::new(services.clone());
+    if let Err(e) = crate::control::on_config_change::reload(&ctx).await {
+        tracing::error!(error = %e, "configuration re-fetch after binding the trigger failed");
+    }
     tracing::info!(functions = catalog.iter().count(), "ide serving");
     Ok(services)
 }
@@ -323,8 +330,11 @@ async fn watch_reconnects(iii: &IIIClient, services: &Arc<Services>) {
             tracing::info!("reconnected to the engine; re-confirming configuration");
             config_sync::reregister(iii).await;
             let ctx = crate::catalog::Ctx::new(services.clone());
-            if let Err(e) = crate::control::on_config_change::reload(&ctx).await {
-                tracing::error!(error = %e, "re-confirming configuration after reconnect failed");
+            match crate::control::on_config_change::reload(&ctx).await {
+                Ok(_) => tracing::info!("configuration re-confirmed after reconnect"),
+                Err(e) => {
+                    tracing::error!(error = %e, "re-confirming configuration after reconnect failed")
+                }
             }
         }
         was_connected = connected;

@@ -245,7 +245,7 @@ fn write_one(
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::{Jail, assert_redacted};
+    use crate::testkit::{Jail, assert_redacted, entry_error};
     use serde_json::json;
     use std::os::unix::fs::PermissionsExt;
 
@@ -376,18 +376,11 @@ mod tests {
         j.write("denied/f", "x");
         j.write("a/.env", "x");
         let entry = |p: &str| json!({"files": [{"path": p, "content": "x", "overwrite": true}]});
-        let as_err = |v: serde_json::Value| -> Result<serde_json::Value, (String, String)> {
-            let e = &v["results"][0]["error"];
-            Err((
-                e["code"].as_str().unwrap().to_string(),
-                e["message"].as_str().unwrap().to_string(),
-            ))
-        };
         for (existing, missing) in [("denied/f", "denied/none"), ("a/.env", "b/.env")] {
             let d = j.call(ID, entry(existing)).await.unwrap();
             assert_eq!(d["results"][0]["error"]["code"], "C211");
             let m = j.call(ID, entry(missing)).await.unwrap();
-            assert_redacted(as_err(d), existing, as_err(m), missing);
+            assert_redacted(entry_error(d), existing, entry_error(m), missing);
         }
         assert_eq!(j.read("denied/f"), b"x");
         assert!(!j.exists("b/.env"));

@@ -185,7 +185,7 @@ fn collect(ctx: &Ctx, raw: &str, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::{Jail, assert_redacted};
+    use crate::testkit::{Jail, assert_redacted, entry_error};
     use serde_json::json;
 
     const ID: &str = "coder::delete-file";
@@ -262,18 +262,11 @@ mod tests {
         let j = Jail::new();
         j.write("denied/f", "x");
         j.write(".env", "x");
-        let as_err = |v: serde_json::Value| -> Result<serde_json::Value, (String, String)> {
-            let e = &v["results"][0]["error"];
-            Err((
-                e["code"].as_str().unwrap().to_string(),
-                e["message"].as_str().unwrap().to_string(),
-            ))
-        };
         for (existing, missing) in [("denied/f", "denied/none"), (".env", "x/.env")] {
             let d = j.call(ID, json!({"paths": [existing]})).await.unwrap();
             let m = j.call(ID, json!({"paths": [missing]})).await.unwrap();
             assert_eq!(d["results"][0]["error"]["code"], "C211");
-            assert_redacted(as_err(d), existing, as_err(m), missing);
+            assert_redacted(entry_error(d), existing, entry_error(m), missing);
         }
         assert!(j.exists("denied/f") && j.exists(".env"));
     }

@@ -249,7 +249,7 @@ fn cross_device(
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::{Jail, assert_redacted};
+    use crate::testkit::{Jail, assert_redacted, entry_error};
     use serde_json::json;
 
     const ID: &str = "coder::move";
@@ -347,13 +347,6 @@ mod tests {
     async fn denied_path_reads_exactly_like_a_missing_one() {
         let j = Jail::new();
         j.write("denied/f", "x");
-        let as_err = |v: serde_json::Value| -> Result<serde_json::Value, (String, String)> {
-            let e = &v["results"][0]["error"];
-            Err((
-                e["code"].as_str().unwrap().to_string(),
-                e["message"].as_str().unwrap().to_string(),
-            ))
-        };
         let d = j
             .call(ID, json!({"files": [{"from": "denied/f", "to": "x"}]}))
             .await
@@ -362,7 +355,7 @@ mod tests {
             .call(ID, json!({"files": [{"from": "nope/f", "to": "x"}]}))
             .await
             .unwrap();
-        assert_redacted(as_err(d), "denied/f", as_err(m), "nope/f");
+        assert_redacted(entry_error(d), "denied/f", entry_error(m), "nope/f");
         j.write("ok", "x");
         let d = j
             .call(ID, json!({"files": [{"from": "ok", "to": ".env"}]}))

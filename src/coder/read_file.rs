@@ -16,6 +16,7 @@ use crate::error::{Class, Failure, Surface, WireError};
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 /// Wire encoding for returned `content`.
@@ -212,7 +213,19 @@ struct Opened {
 }
 
 fn open_file(raw: &str, path: &std::path::Path) -> Result<(std::fs::File, Opened), Failure> {
-    let file = std::fs::File::open(path).map_err(|e| Failure::from_io(raw, &e))?;
+    // The path was fully resolved by the policy; O_NOFOLLOW makes a symlink
+    // swapped in at the tail since then fail instead of being followed.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(nix::libc::ELOOP) {
+                Failure::not_found(raw)
+            } else {
+                Failure::from_io(raw, &e)
+            }
+        })?;
     let md = file.metadata().map_err(|e| Failure::from_io(raw, &e))?;
     if md.is_dir() {
         return Err(Failure::new(

@@ -57,8 +57,10 @@ pub async fn reload(ctx: &Ctx) -> Result<OnConfigChangeResponse, Failure> {
         Ok(report) => {
             if let Some(widened) = report.widened {
                 tracing::warn!(change = %widened, "configuration reload applied: PRIVILEGE CHANGE (policy widened)");
-            } else {
+            } else if report.changed {
                 tracing::info!("configuration reload applied");
+            } else {
+                tracing::debug!("configuration re-fetched, unchanged");
             }
             Ok(OnConfigChangeResponse { ok: true })
         }

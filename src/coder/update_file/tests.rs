@@ -1,4 +1,4 @@
-use crate::testkit::{Jail, assert_redacted};
+use crate::testkit::{Jail, assert_redacted, entry_error};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 
@@ -289,13 +289,6 @@ async fn denied_path_reads_exactly_like_a_missing_one() {
     let j = Jail::new();
     j.write(".env", "A=1\n");
     j.write("denied/x", "x\n");
-    let as_err = |v: Value| -> Result<Value, (String, String)> {
-        let e = &v["results"][0]["error"];
-        Err((
-            e["code"].as_str().unwrap().to_string(),
-            e["message"].as_str().unwrap().to_string(),
-        ))
-    };
     let ops = json!([{"op": "remove", "from_line": 1, "to_line": 1}]);
     for denied in [".env", "denied/x"] {
         let d = j
@@ -306,7 +299,7 @@ async fn denied_path_reads_exactly_like_a_missing_one() {
             .call(ID, json!({"files": [{"path": "nope", "ops": ops}]}))
             .await
             .unwrap();
-        assert_redacted(as_err(d), denied, as_err(m), "nope");
+        assert_redacted(entry_error(d), denied, entry_error(m), "nope");
     }
     assert_eq!(j.read(".env"), b"A=1\n");
 }

@@ -1,0 +1,201 @@
+//! Run the real `ide` binary as a child process and watch its output.
+
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// How long dropping a still running process waits after SIGTERM before it
+/// sends SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(3);
+
+/// Identity variables a supervisor would set; cleared so the test decides.
+const INHERITED_IDENTITY: [&str; 3] = ["III_URL", "III_WORKER_NAME", "III_NAMESPACE"];
+
+#[derive(Default)]
+struct Output {
+    /// stdout and stderr lines, in arrival order.
+    all: Mutex<String>,
+    stdout: Mutex<String>,
+    /// Streams that reached end of file.
+    closed: Mutex<u8>,
+    notify: Notify,
+}
+
+impl Output {
+    fn all(&self) -> MutexGuard<'_, String> {
+        self.all.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn closed(&self) -> u8 {
+        *self.closed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A running `ide` process. Dropping it stops the process: SIGTERM, then
+/// SIGKILL if it is still there after a grace period.
+pub struct IdeProcess {
+    child: Child,
+    output: Arc<Output>,
+    readers: Vec<JoinHandle<()>>,
+}
+
+impl IdeProcess {
+    /// Start `ide` with `args` and extra environment `envs` (the inherited
+    /// `III_URL`, `III_WORKER_NAME` and `III_NAMESPACE` are removed first).
+    /// Must be called inside a tokio runtime.
+    pub fn spawn(args: &[&str], envs: &[(&str, &str)]) -> IdeProcess {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ide"));
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for name in INHERITED_IDENTITY {
+            command.env_remove(name);
+        }
+        for (name, value) in envs {
+            command.env(name, value);
+        }
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start the ide binary: {e}"));
+        let output = Arc::new(Output::default());
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let readers = vec![
+            tokio::spawn(read_lines(stdout, output.clone(), true)),
+            tokio::spawn(read_lines(stderr, output.clone(), false)),
+        ];
+        IdeProcess {
+            child,
+            output,
+            readers,
+        }
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Everything printed so far, stdout and stderr interleaved by line.
+    pub fn logs(&self) -> String {
+        self.output.all().clone()
+    }
+
+    /// What was printed on stdout only.
+    pub fn stdout(&self) -> String {
+        self.output
+            .stdout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Length of [`logs`](Self::logs) now: an offset for
+    /// [`wait_for_log_from`](Self::wait_for_log_from).
+    pub fn log_len(&self) -> usize {
+        self.output.all().len()
+    }
+
+    /// Wait until the output contains `needle`. `false` on timeout, or when
+    /// the process closed its output without printing it.
+    pub async fn wait_for_log(&self, needle: &str, timeout: Duration) -> bool {
+        self.wait_for_log_from(0, needle, timeout).await
+    }
+
+    /// Like [`wait_for_log`](Self::wait_for_log), looking only at the output
+    /// after byte `offset` (see [`log_len`](Self::log_len)).
+    pub async fn wait_for_log_from(&self, offset: usize, needle: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let found = || {
+            let all = self.output.all();
+            all.get(offset..).is_some_and(|tail| tail.contains(needle))
+        };
+        loop {
+            let notified = self.output.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if found() {
+                return true;
+            }
+            if self.output.closed() >= 2 {
+                return false;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return found();
+            }
+        }
+    }
+
+    /// Ask the process to stop (SIGTERM).
+    pub fn signal_term(&self) {
+        self.signal(Signal::SIGTERM);
+    }
+
+    pub fn signal(&self, signal: Signal) {
+        if let Some(pid) = self.child.id() {
+            let _ = kill(Pid::from_raw(pid as i32), signal);
+        }
+    }
+
+    /// Wait for the process to exit; once it has, its output is read to the
+    /// end before this returns. `None` on timeout.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        let status = tokio::time::timeout_at(deadline, self.child.wait())
+            .await
+            .ok()?
+            .ok()?;
+        for reader in &mut self.readers {
+            // a grandchild may hold the pipes open: do not wait forever
+            let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+        }
+        Some(status)
+    }
+}
+
+impl Drop for IdeProcess {
+    fn drop(&mut self) {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return;
+        }
+        self.signal_term();
+        // Drop cannot await: check for the exit a few times within the grace.
+        let deadline = std::time::Instant::now() + TERM_GRACE;
+        while std::time::Instant::now() < deadline {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.start_kill();
+    }
+}
+
+async fn read_lines(pipe: impl AsyncRead + Unpin, output: Arc<Output>, is_stdout: bool) {
+    let mut lines = BufReader::new(pipe).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        {
+            let mut all = output.all();
+            all.push_str(&line);
+            all.push('\n');
+        }
+        if is_stdout {
+            let mut stdout = output.stdout.lock().unwrap_or_else(|e| e.into_inner());
+            stdout.push_str(&line);
+            stdout.push('\n');
+        }
+        output.notify.notify_waiters();
+    }
+    *output.closed.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    output.notify.notify_waiters();
+}
