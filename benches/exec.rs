@@ -3,6 +3,17 @@
 //! Run: `cargo bench --bench exec` (add `-- quick` for fewer iterations).
 //! Each section measures ide and a bare baseline in the same run and prints
 //! the ratio; BENCHMARKS-exec.md records the results.
+//!
+//! - handler overhead of `shell::exec {command: "true"}` in-process against
+//!   a bare `Command::output()` of `true` (target ≤ 1.5×);
+//! - 200 concurrent `shell::exec` through the loopback engine against the
+//!   real `ide` binary (all must succeed; p50/p99), beside 200 concurrent
+//!   bare spawns;
+//! - a child writing 1 GiB to stdout: wall time against a bare reader that
+//!   discards the pipe, and the worker's peak RSS growth.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use ide::catalog::{Catalog, Services};
 use ide::config::Config;
@@ -27,6 +38,101 @@ fn main() {
     one_gigabyte(&rt, &services, &catalog);
     handler_overhead(&rt, &services, &catalog, if quick { 100 } else { 1000 });
     rt.block_on(services.shutdown());
+    rt.block_on(concurrent_through_the_engine(200));
+}
+
+/// `n` concurrent `shell::exec {command: "true"}` calls through the loopback
+/// engine against the release `ide` binary, then `n` concurrent bare spawns
+/// of `true` from this process; per-call latency percentiles for both.
+async fn concurrent_through_the_engine(n: usize) {
+    use support::engine::LoopbackEngine;
+    use support::ide_process::IdeProcess;
+    let dir = tempfile::TempDir::new().expect("temp dir");
+    let mut cfg = Config::zero_config();
+    cfg.working_dir = Some(dir.path().to_path_buf());
+    let seed = dir.path().join("seed.yaml");
+    std::fs::write(&seed, cfg.to_value().to_string()).expect("seed");
+    let engine = LoopbackEngine::start().await;
+    let url = engine.url();
+    let mut ide = IdeProcess::spawn(
+        &["--url", &url, "--config", &seed.display().to_string()],
+        &[],
+    );
+    assert!(
+        engine
+            .wait_for_function("shell::exec", Duration::from_secs(60))
+            .await
+            .is_some(),
+        "ide did not start:\n{}",
+        ide.logs()
+    );
+    for _ in 0..10 {
+        engine
+            .call("shell::exec", json!({"command": "true"}))
+            .await
+            .expect("warm-up call");
+    }
+    let started = Instant::now();
+    let calls = (0..n).map(|_| {
+        let engine = &engine;
+        async move {
+            let t = Instant::now();
+            let r = engine
+                .call_with_timeout(
+                    "shell::exec",
+                    json!({"command": "true"}),
+                    Duration::from_secs(120),
+                )
+                .await;
+            (t.elapsed(), r)
+        }
+    });
+    let results = futures_util::future::join_all(calls).await;
+    let ide_wall = started.elapsed();
+    let mut ide_lat = Vec::with_capacity(n);
+    let mut failed = 0;
+    for (took, r) in results {
+        match r {
+            Ok(v) if v["exit_code"] == 0 => ide_lat.push(took),
+            other => {
+                failed += 1;
+                eprintln!("call failed: {other:?}");
+            }
+        }
+    }
+    let started = Instant::now();
+    let spawns = (0..n).map(|_| async {
+        let t = Instant::now();
+        let out = tokio::process::Command::new("true")
+            .output()
+            .await
+            .expect("spawn true");
+        assert!(out.status.success());
+        t.elapsed()
+    });
+    let mut bare_lat = futures_util::future::join_all(spawns).await;
+    let bare_wall = started.elapsed();
+    println!(
+        "{n} concurrent shell::exec {{command: \"true\"}} through the loopback engine (release ide binary):"
+    );
+    println!("  succeeded {} of {n}", ide_lat.len());
+    println!(
+        "  p50 {:>7.1} ms   p99 {:>7.1} ms   all done in {:>7.1} ms",
+        ms(percentile(&mut ide_lat, 50)),
+        ms(percentile(&mut ide_lat, 99)),
+        ms(ide_wall)
+    );
+    println!(
+        "  bare: {n} concurrent spawns of `true` in-process: p50 {:>7.1} ms   p99 {:>7.1} ms   all done in {:>7.1} ms",
+        ms(percentile(&mut bare_lat, 50)),
+        ms(percentile(&mut bare_lat, 99)),
+        ms(bare_wall)
+    );
+    println!("  ratio (all done): {:.2}x", ms(ide_wall) / ms(bare_wall));
+    assert_eq!(failed, 0, "every call must succeed");
+    ide.signal_term();
+    let _ = ide.wait_exit(Duration::from_secs(10)).await;
+    engine.stop().await;
 }
 
 /// `shell::exec {command: "true"}` in-process against a bare

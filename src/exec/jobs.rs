@@ -389,6 +389,7 @@ impl JobTable {
                 st.status = JobStatus::Failed;
                 drop(st);
                 self.running.fetch_sub(1, Ordering::SeqCst);
+                job.terminal.send_replace(true);
             }
         }
     }

@@ -1,6 +1,8 @@
 //! Commands: `shell::exec`, background jobs and their completion trigger.
 //!
-//! What this module owns, in the order a call meets it:
+//! One file a function: [`foreground`] (`shell::exec`), [`background`]
+//! (`shell::exec_bg`), [`status`], [`list`], [`kill`], and the trigger type
+//! [`job_finished`]. What this module owns, in the order a call meets it:
 //!
 //! 1. [`argv`]: `command` + `args` → argv (shell-words split when `args` is
 //!    omitted; never a shell).
@@ -19,11 +21,11 @@
 //! Blocking filesystem work (that resolution) runs on the blocking pool.
 
 pub mod argv;
+pub mod background;
 pub mod capture;
 pub mod denylist;
 pub mod env_gate;
-pub mod exec;
-pub mod exec_bg;
+pub mod foreground;
 pub mod job_finished;
 pub mod jobs;
 pub mod kill;
