@@ -11,7 +11,7 @@
 //! 3. Host only: the per-call `env` gate ([`env_gate`]), `cwd` through the
 //!    one path policy, stdin. Sandbox targets refuse those fields (S210) and
 //!    are forwarded to `sandbox::exec` ([`sandbox_target`]).
-//! 4. [`process`]: spawn in a new session/process group, capped capture,
+//! 4. [`process`]: spawn as the leader of a process group, capped capture,
 //!    reaping, group kill.
 //! 5. [`jobs`]: the job table (atomic id reservation, admission, retention)
 //!    and the `shell::job-finished` fan-out ([`job_finished`]).

@@ -165,9 +165,15 @@ impl Process {
         killpg(Pid::from_raw(self.pid), signal)
     }
 
+    /// Whether any member of the group is still running. Zombies do not
+    /// count: a killed grandchild is dead even while nobody has reaped it yet
+    /// (orphans wait for init, which may reap only now and then).
     fn group_alive(&self) -> bool {
         // EPERM: a member exists that we may not signal; still alive.
-        !matches!(self.signal_group(None), Err(Errno::ESRCH))
+        if matches!(self.signal_group(None), Err(Errno::ESRCH)) {
+            return false;
+        }
+        live_member_of(self.pid).unwrap_or(true)
     }
 
     /// Kill the whole process group: TERM, then KILL after `grace` unless
@@ -186,11 +192,40 @@ impl Process {
             if Instant::now() >= deadline {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let _ = self.signal_group(Some(Signal::SIGKILL));
         true
     }
+}
+
+/// Whether some process in group `pgid` is not a zombie, from `/proc`
+/// (`None` when `/proc` cannot be read).
+fn live_member_of(pgid: i32) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue; // gone meanwhile
+        };
+        // after the command name: state, ppid, pgrp, ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("");
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
+        if pgrp == Some(pgid) && state != "Z" && state != "X" {
+            return Some(true);
+        }
+    }
+    Some(false)
 }
 
 /// The process groups currently alive, so worker shutdown can kill them all.

@@ -352,7 +352,8 @@ async fn unjailed_cwd_must_be_absolute_and_not_denylisted() {
 #[tokio::test]
 async fn timeouts_kill_the_group_and_unusable_values_mean_default() {
     let mut cfg = config();
-    cfg.default_timeout_ms = 300;
+    // long enough for `sh` to print under load, far below max_timeout_ms
+    cfg.default_timeout_ms = 1000;
     let w = world(cfg);
     for t in [json!(null), json!(-5), json!(1.5), json!(0)] {
         let started = std::time::Instant::now();
@@ -414,11 +415,14 @@ async fn output_is_capped_per_stream_while_the_pipe_drains() {
 async fn on_timeout_background_hands_the_command_over_as_a_job() {
     let mut w = world(config());
     w.bind("all", json!({}), None).await;
+    let dir = tempfile::TempDir::new().unwrap();
+    // the command waits for a file the test creates once it has been handed over
     let v = w
         .ok(
             "shell::exec",
-            json!({"command": "sh", "args": ["-c", "echo early; sleep 0.6; echo late"],
-                   "timeout_ms": 150, "on_timeout": "background"}),
+            json!({"command": "sh", "args": ["-c", "echo early; while [ ! -e go ]; do sleep 0.02; done; echo late"],
+                   "cwd": dir.path().display().to_string(),
+                   "timeout_ms": 1000, "on_timeout": "background"}),
         )
         .await;
     assert_eq!(v["timed_out"], true);
@@ -426,6 +430,9 @@ async fn on_timeout_background_hands_the_command_over_as_a_job() {
     assert_eq!(v["exit_code"], Value::Null);
     let job_id = v["job_id"].as_str().expect("job_id").to_string();
     assert!(job_id.starts_with("job-"));
+    let s = w.ok("shell::status", json!({"job_id": job_id})).await;
+    assert_eq!(s["job"]["status"], "running");
+    std::fs::write(dir.path().join("go"), "").unwrap();
     let s = w.wait_status(&job_id, "finished").await;
     assert_eq!(s["job"]["stdout"], "early\nlate\n");
     assert_eq!(s["job"]["exit_code"], 0);
