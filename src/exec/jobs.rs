@@ -318,7 +318,9 @@ impl JobTable {
     }
 
     /// Claim `id` (or a fresh `job-<uuid>`) and a running slot, before
-    /// anything runs. Nothing is changed when it fails.
+    /// anything runs. The id is decided first, so a duplicate is always
+    /// told so (213) even when the table is also full; a reservation refused
+    /// for want of a slot is removed again before this returns.
     pub fn reserve(&self, new: NewJob<'_>, runtime: &Arc<Runtime>) -> Result<Arc<Job>, Failure> {
         self.prune(runtime);
         let max = runtime.config.max_concurrent_jobs;
@@ -366,9 +368,9 @@ impl JobTable {
                 return Err(Failure::new(
                     Class::TooLarge,
                     format!(
-                        "{max} background jobs are already running (max_concurrent_jobs); nothing \
-                     was run. Wait for one to end (shell::list, shell::job-finished) or stop one \
-                     with shell::kill, then retry"
+                        "{max} background jobs are already running (max_concurrent_jobs); \
+                         nothing was run. Wait for one to end (shell::list, \
+                         shell::job-finished) or stop one with shell::kill, then retry"
                     ),
                 ));
             }
