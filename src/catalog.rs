@@ -14,6 +14,7 @@
 
 use crate::error::{Failure, Surface, WireError};
 use crate::runtime::{LiveRuntime, Runtime};
+use crate::stream::{ByteSink, ByteSource, ContentRef, StreamError};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -31,8 +32,9 @@ pub trait ConfigSource: Send + Sync {
 }
 
 /// The engine as the core sees it: calls to other workers' functions
-/// (sandbox forwarding) and fire-and-forget trigger fan-out. Implemented by
-/// the bus over the SDK, and by fakes in tests.
+/// (sandbox forwarding), fire-and-forget trigger fan-out and byte channels
+/// ([`crate::stream`]). Implemented by the bus over the SDK, and by fakes in
+/// tests.
 #[async_trait::async_trait]
 pub trait Outbound: Send + Sync {
     /// Call a function over the engine and wait for its result. Errors keep
@@ -46,6 +48,21 @@ pub trait Outbound: Send + Sync {
     /// Invoke a bound function without waiting (trigger delivery). Must
     /// return immediately: a slow subscriber never delays the caller.
     fn fire(&self, function_id: &str, payload: Value, metadata: Option<Value>);
+
+    /// Create a byte channel whose consumer is someone else: returns the
+    /// reader's ref (handed to the caller) and our writing end.
+    async fn create_outgoing_stream(&self) -> Result<(ContentRef, Box<dyn ByteSink>), StreamError> {
+        Err(StreamError("byte channels need the engine".into()))
+    }
+
+    /// Open our reading end of a channel a caller created and named by ref.
+    async fn open_incoming_stream(
+        &self,
+        channel: &ContentRef,
+    ) -> Result<Box<dyn ByteSource>, StreamError> {
+        let _ = channel;
+        Err(StreamError("byte channels need the engine".into()))
+    }
 }
 
 /// Long-lived services shared by every call.
@@ -345,6 +362,16 @@ impl Catalog {
             crate::exec::status::def(),
             crate::exec::list::def(),
             crate::exec::kill::def(),
+            crate::fs::ls::def(),
+            crate::fs::stat::def(),
+            crate::fs::read::def(),
+            crate::fs::write::def(),
+            crate::fs::mkdir::def(),
+            crate::fs::rm::def(),
+            crate::fs::chmod::def(),
+            crate::fs::mv::def(),
+            crate::fs::grep::def(),
+            crate::fs::sed::def(),
         ];
         let trigger_types = vec![crate::exec::job_finished::trigger_type()];
         Catalog {

@@ -13,7 +13,8 @@
 //!   atomically on hot reload.
 //! - [`catalog`]: the ONE function table (ids, descriptions, schemas,
 //!   handlers) shared by the engine bus, `ide call` and the tests.
-//! - [`coder`], [`control`]: the functions, one module each.
+//! - [`stream`]: transport-free byte streams (channels) for large payloads.
+//! - [`coder`], [`fs`], [`control`]: the functions, one module each.
 //! - [`exec`]: commands, background jobs and the `shell::job-finished`
 //!   trigger (process groups, capture caps, the env gate, the denylist).
 //! - [`bus`]: the engine connection (the only module that knows about iii).
@@ -29,8 +30,10 @@ pub mod config;
 pub mod control;
 pub mod error;
 pub mod exec;
+pub mod fs;
 pub mod policy;
 pub mod runtime;
 pub mod sandbox;
+pub mod stream;
 #[cfg(test)]
 pub mod testkit;

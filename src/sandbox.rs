@@ -12,8 +12,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-// Where to run. Plain comments, not doc comments, here: doc comments would
-// become schema descriptions, and the published `Target` definition has none.
+// Where to run. (Plain comments: the contract's Target schema carries no
+// descriptions.)
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Target {

@@ -10,11 +10,13 @@
 //! configuration has been fetched from the configuration worker and built
 //! into a runtime.
 
+mod channels;
 mod config_sync;
 
 use crate::catalog::{Binding, Catalog, ConfigSource, Outbound, Services, TriggerProvider};
 use crate::error::WireError;
 use crate::runtime::{LiveRuntime, Runtime};
+use crate::stream::{ByteSink, ByteSource, ContentRef, StreamError};
 use iii_sdk::protocol::{RegisterTriggerInput, TriggerAction, TriggerRequest};
 use iii_sdk::runtime::{IIIConnectionState, WorkerMetadata};
 use iii_sdk::trigger::{TriggerConfig, TriggerHandler};
@@ -228,6 +230,17 @@ impl Outbound for SdkOutbound {
                 tracing::debug!(function_id = %function_id, error = %e, "trigger delivery failed");
             }
         });
+    }
+
+    async fn create_outgoing_stream(&self) -> Result<(ContentRef, Box<dyn ByteSink>), StreamError> {
+        channels::create_outgoing(&self.iii).await
+    }
+
+    async fn open_incoming_stream(
+        &self,
+        channel: &ContentRef,
+    ) -> Result<Box<dyn ByteSource>, StreamError> {
+        Ok(channels::open_incoming(&self.iii, channel))
     }
 }
 

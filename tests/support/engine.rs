@@ -19,10 +19,11 @@
 //!   `configuration` trigger type), backed by a [`ConfigStore`] whose values
 //!   outlive an engine instance while the schemas do not.
 //!
+//! * data channels: `engine::channels::create` and the channel sockets at
+//!   `/ws/channels/{id}?key=..&dir=..` (see [`super::channels`]).
+//!
 //! Namespaces are not modelled beyond their names: everything lives in
-//! `default`. Queues (`enqueue`) and data channels are not provided; the
-//! connection entry point already dispatches on the request path so that the
-//! channel endpoints (`/ws/channels/{id}`) can be added next to the worker one.
+//! `default`. Queues (`enqueue`) are not provided.
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -36,6 +37,8 @@ use iii_sdk::protocol::{
 };
 use iii_sdk::runtime::WorkerMetadata;
 use iii_sdk::{IIIClient, InitOptions, WorkerIdentityMode};
+
+use super::channels::{Channels, query_params};
 use serde_json::{Map, Value, json};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -43,7 +46,8 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
-use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use uuid::Uuid;
 
@@ -268,6 +272,8 @@ struct CallerRef {
 struct State {
     /// Identity of the engine's own invocations (trigger fires).
     engine_worker_id: String,
+    /// Data channels (shared with the channel sockets).
+    channels: Channels,
     next_conn: ConnId,
     next_seq: u64,
     conns: HashMap<ConnId, Conn>,
@@ -335,6 +341,7 @@ impl LoopbackEngine {
 
         let mut state = State {
             engine_worker_id: Uuid::new_v4().to_string(),
+            channels: Channels::default(),
             next_conn: 1,
             next_seq: 1,
             conns: HashMap::new(),
@@ -599,6 +606,11 @@ impl LoopbackEngine {
         })
     }
 
+    /// Data channels created whose two ends have not both connected yet.
+    pub fn open_channels(&self) -> usize {
+        self.shared.lock().channels.open()
+    }
+
     /// Take the configuration worker away (its functions answer
     /// `function_not_found`) or bring it back.
     pub fn set_configuration_available(&self, available: bool) {
@@ -812,19 +824,19 @@ async fn accept_loop(
 }
 
 /// What a WebSocket request path asks for.
-enum Endpoint {
+enum Endpoint<'a> {
     /// The SDK worker connection (`/`).
     Worker,
-    /// A data channel (`/ws/channels/{id}?key=..&dir=..`); not provided yet.
-    Channel,
+    /// A data channel (`/ws/channels/{id}?key=..&dir=..`).
+    Channel(&'a str),
     Unknown,
 }
 
-fn endpoint(path: &str) -> Endpoint {
+fn endpoint(path: &str) -> Endpoint<'_> {
     if path.is_empty() || path == "/" {
         Endpoint::Worker
-    } else if path.starts_with("/ws/channels/") {
-        Endpoint::Channel
+    } else if let Some(id) = path.strip_prefix("/ws/channels/") {
+        Endpoint::Channel(id)
     } else {
         Endpoint::Unknown
     }
@@ -835,6 +847,8 @@ fn endpoint(path: &str) -> Endpoint {
 async fn serve(stream: TcpStream, shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
     let _ = stream.set_nodelay(true);
     let mut path = String::new();
+    let mut query = String::new();
+    let channels = shared.lock().channels.clone();
     let config = WebSocketConfig::default()
         .max_frame_size(Some(MAX_MESSAGE_BYTES))
         .max_message_size(Some(MAX_MESSAGE_BYTES));
@@ -842,6 +856,16 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>, shutdown: watch::Receiver
         stream,
         |request: &Request, response: Response| {
             path = request.uri().path().to_string();
+            query = request.uri().query().unwrap_or_default().to_string();
+            if let Endpoint::Channel(id) = endpoint(&path) {
+                // Like the engine: an unknown channel or a wrong key is
+                // refused before the upgrade.
+                if !channels.knows(id, &query_params(&query).0) {
+                    let mut refused = ErrorResponse::new(Some("Channel not found".to_string()));
+                    *refused.status_mut() = StatusCode::NOT_FOUND;
+                    return Err(refused);
+                }
+            }
             Ok(response)
         },
         Some(config),
@@ -852,7 +876,11 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>, shutdown: watch::Receiver
     };
     match endpoint(&path) {
         Endpoint::Worker => serve_worker(ws, shared, shutdown).await,
-        Endpoint::Channel | Endpoint::Unknown => {
+        Endpoint::Channel(id) => {
+            let dir = query_params(&query).1;
+            super::channels::serve(ws, channels, id, &dir, shutdown).await
+        }
+        Endpoint::Unknown => {
             let mut ws = ws;
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, ws.close(None)).await;
         }
@@ -1615,6 +1643,7 @@ fn engine_function(
         "configuration::set" => config_set(st, store, caller, data),
         "configuration::list" => Ok(config_list(st)),
         "configuration::schema" => config_schema(st, data),
+        "engine::channels::create" => st.channels.create(data),
         _ => return None,
     };
     Some(outcome)

@@ -4,5 +4,6 @@
 //! uses every helper, hence the blanket `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod channels;
 pub mod engine;
 pub mod ide_process;

@@ -1,0 +1,327 @@
+//! `shell::fs::*`: the byte-level filesystem surface.
+//!
+//! One module a function (`ls`, `stat`, `read`, `write`, `mkdir`, `rm`,
+//! `chmod`, `mv`, `grep`, `sed`), plus what they share: [`tree`] (the walk
+//! behind grep and sed) and the helpers below. Whole files are replaced only
+//! through [`crate::atomic`] (temp file beside the target, fsync, rename,
+//! directory fsync).
+//!
+//! Rules every function here keeps:
+//! - every wire path goes through `ctx.runtime.policy.resolve*` and nothing
+//!   else; this module never canonicalizes a path itself;
+//! - error messages quote the path as the caller wrote it, and "missing",
+//!   "denied", "protected" and "denylisted" are one [`Failure::not_found`];
+//! - entries met while walking a tree are checked with
+//!   `policy.is_protected` and never read, written, chmod-ed or removed when
+//!   protected; symlinks met while walking are never followed;
+//! - blocking filesystem work runs on blocking threads ([`blocking`]);
+//!   memory stays bounded whatever the file size;
+//! - `target: {kind: "sandbox"}` forwards to the matching `sandbox::fs::*`
+//!   function (see [`forward`]) with the contract's defaults for the
+//!   host-only response fields.
+
+pub mod chmod;
+pub mod grep;
+pub mod ls;
+pub mod mkdir;
+pub mod mv;
+pub mod read;
+pub mod rm;
+pub mod sed;
+pub mod stat;
+pub mod tree;
+pub mod write;
+
+#[cfg(test)]
+mod testkit;
+
+use crate::catalog::{Ctx, FunctionDef};
+use crate::error::{Class, Failure};
+use crate::sandbox::Target;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Every `shell::fs::*` catalog entry.
+pub fn defs() -> Vec<FunctionDef> {
+    vec![
+        ls::def(),
+        stat::def(),
+        read::def(),
+        write::def(),
+        mkdir::def(),
+        rm::def(),
+        chmod::def(),
+        mv::def(),
+        grep::def(),
+        sed::def(),
+    ]
+}
+
+/// Run blocking filesystem work on a blocking thread.
+pub async fn blocking<T, F>(f: F) -> Result<T, Failure>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, Failure> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Failure::io(format!("filesystem task failed: {e}")))?
+}
+
+/// Permission bits (incl. setuid/setgid/sticky) as the wire shows them: `"0644"`.
+pub fn mode_string(mode: u32) -> String {
+    format!("{:04o}", mode & 0o7777)
+}
+
+/// Modification time in whole seconds since the Unix epoch.
+pub fn mtime_secs(md: &std::fs::Metadata) -> i64 {
+    md.mtime()
+}
+
+/// The sandbox a call targets, after checking sandbox calls are enabled and
+/// no host-only field is present; `None` for the host.
+pub fn sandbox_of<'t>(
+    ctx: &Ctx,
+    target: &'t Target,
+    host_only: &[(&str, bool)],
+) -> Result<Option<&'t str>, Failure> {
+    match target {
+        Target::Host => Ok(None),
+        Target::Sandbox { sandbox_id } => {
+            crate::sandbox::check_sandbox_call(ctx, host_only)?;
+            Ok(Some(sandbox_id.as_str()))
+        }
+    }
+}
+
+/// Forward to `sandbox::fs::<op>` and decode its answer.
+pub async fn forward<T: DeserializeOwned>(
+    ctx: &Ctx,
+    function_id: &str,
+    payload: Value,
+) -> Result<T, Failure> {
+    let timeout = Some(ctx.runtime.config.max_timeout_ms);
+    let value = crate::sandbox::forward(ctx, function_id, payload, timeout).await?;
+    serde_json::from_value(value.clone()).map_err(|e| {
+        Failure::io(format!(
+            "{function_id} answered with an unexpected shape ({e}): {}",
+            truncate_for_message(&value.to_string())
+        ))
+    })
+}
+
+fn truncate_for_message(s: &str) -> String {
+    const MAX: usize = 300;
+    if s.len() <= MAX {
+        return s.to_string();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// Parse and police an octal mode string (S210 on a bad one).
+pub fn checked_mode(ctx: &Ctx, mode: &str) -> Result<u32, Failure> {
+    let bits = crate::policy::parse_octal_mode(mode)?;
+    ctx.runtime.policy.check_mode_bits(bits)?;
+    Ok(bits)
+}
+
+/// Refuse an operation that would remove or move a jail root (or `/`).
+pub fn refuse_root(ctx: &Ctx, raw: &str, abs: &Path, verb: &str) -> Result<(), Failure> {
+    let roots = ctx.runtime.policy.jail_roots();
+    if abs == Path::new("/") || roots.iter().any(|r| r.starts_with(abs)) {
+        return Err(Failure::bad_input(format!(
+            "refusing to {verb} {raw:?}: it is (or contains) a jail root or the filesystem root; \
+             {verb} entries inside it instead"
+        )));
+    }
+    Ok(())
+}
+
+/// The path to report for an entry found under a walked directory: the
+/// caller's own spelling of the root joined with the entry's relative path,
+/// so results can be passed straight back in the next call.
+pub fn display_path(raw_root: &str, rel: &Path) -> String {
+    if rel.as_os_str().is_empty() {
+        return raw_root.to_string();
+    }
+    PathBuf::from(raw_root)
+        .join(rel)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A wrong-type failure (212).
+pub fn wrong_type(message: impl Into<String>) -> Failure {
+    Failure::new(Class::WrongType, message)
+}
+
+/// The first protected entry (denylisted or matched by a protected glob)
+/// under `dir`, walking without following symlinks. Used to refuse
+/// recursive removals and moves that would take protected files along.
+pub fn find_protected(ctx: &Ctx, dir: &Path) -> std::io::Result<Option<PathBuf>> {
+    let policy = &ctx.runtime.policy;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            let path = entry.path();
+            if policy.is_protected(&path) {
+                return Ok(Some(path));
+            }
+            if entry.file_type()?.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod contract_tests {
+    use serde_json::Value;
+
+    /// Numbers compare by value (schemars writes `0.0` where the published
+    /// page shows `0`).
+    fn same(a: &Value, b: &Value, at: &str, diffs: &mut Vec<String>) {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                for k in x.keys().chain(y.keys()) {
+                    match (x.get(k), y.get(k)) {
+                        (Some(p), Some(q)) => same(p, q, &format!("{at}/{k}"), diffs),
+                        _ => diffs.push(format!("{at}/{k} present on one side only")),
+                    }
+                }
+            }
+            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+                for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                    same(p, q, &format!("{at}[{i}]"), diffs);
+                }
+            }
+            (Value::Number(x), Value::Number(y)) if x.as_f64() == y.as_f64() => {}
+            _ if a == b => {}
+            _ => diffs.push(format!("{at}: {a} != {b}")),
+        }
+    }
+
+    /// The catalog registers exactly the published contract of every
+    /// `shell::fs::*` function: description, metadata and both schemas.
+    #[test]
+    fn every_shell_fs_function_matches_the_published_contract() {
+        let contract: Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/contract-shell-fs.json"))
+                .unwrap();
+        let catalog = crate::catalog::Catalog::standard();
+        let mut diffs = Vec::new();
+        let published = contract["functions"].as_array().unwrap();
+        assert_eq!(published.len(), 10);
+        for want in published {
+            let id = want["name"].as_str().unwrap();
+            let got = catalog
+                .get(id)
+                .unwrap_or_else(|| panic!("{id} not in the catalog"));
+            let got = serde_json::json!({
+                "description": got.description,
+                "metadata": got.metadata,
+                "request_schema": got.request_schema,
+                "response_schema": got.response_schema,
+            });
+            for part in [
+                "description",
+                "metadata",
+                "request_schema",
+                "response_schema",
+            ] {
+                same(&got[part], &want[part], &format!("{id} {part}"), &mut diffs);
+            }
+        }
+        assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+    }
+}
+
+#[cfg(test)]
+mod sandbox_tests {
+    use super::testkit::*;
+    use crate::error::WireError;
+    use serde_json::{Value, json};
+
+    /// One valid sandbox-targeted payload per function.
+    fn payloads() -> Vec<(&'static str, Value)> {
+        let t = sandbox_target();
+        let chan = json!({"channel_id": "c", "access_key": "k", "direction": "read"});
+        vec![
+            ("shell::fs::ls", json!({"path": "/w", "target": t})),
+            ("shell::fs::stat", json!({"path": "/w", "target": t})),
+            ("shell::fs::read", json!({"path": "/w", "target": t})),
+            (
+                "shell::fs::write",
+                json!({"path": "/w", "content": chan, "target": t}),
+            ),
+            ("shell::fs::mkdir", json!({"path": "/w", "target": t})),
+            ("shell::fs::rm", json!({"path": "/w", "target": t})),
+            (
+                "shell::fs::chmod",
+                json!({"path": "/w", "mode": "0644", "target": t}),
+            ),
+            (
+                "shell::fs::mv",
+                json!({"src": "/a", "dst": "/b", "target": t}),
+            ),
+            (
+                "shell::fs::grep",
+                json!({"path": "/w", "pattern": "x", "target": t}),
+            ),
+            (
+                "shell::fs::sed",
+                json!({"path": "/w", "pattern": "x", "replacement": "y", "target": t}),
+            ),
+        ]
+    }
+
+    #[tokio::test]
+    async fn disabled_sandboxes_refuse_every_function_with_210() {
+        let k = Kit::build(|c, _| c.sandbox.enabled = false);
+        for (id, payload) in payloads() {
+            let e = k.err(id, payload).await;
+            assert_eq!(e.code, "S210", "{id}");
+            assert!(e.message.contains("sandbox.enabled"), "{id}: {}", e.message);
+        }
+        assert!(k.sandbox_calls().is_empty());
+    }
+
+    #[tokio::test]
+    async fn sandbox_codes_pass_through_or_collapse_to_216_on_every_function() {
+        let k = Kit::jailed();
+        for (id, payload) in payloads() {
+            let op = id.trim_start_matches("shell::fs::");
+            let remote = format!("sandbox::fs::{op}");
+            for (code, want) in [
+                ("S300", "S300"),
+                ("S002", "S002"),
+                ("S400", "S400"),
+                ("S211", "S216"),
+            ] {
+                k.sandbox_answers(
+                    &remote,
+                    Err(WireError {
+                        code: code.into(),
+                        message: "from the sandbox".into(),
+                    }),
+                );
+                let e = k.err(id, payload.clone()).await;
+                assert_eq!(e.code, want, "{id} {code}");
+                assert!(e.message.contains("from the sandbox"));
+            }
+            // no sandbox worker at all: 216 naming the missing function
+            k.engine.answers.lock().unwrap().remove(&remote);
+            let e = k.err(id, payload.clone()).await;
+            assert_eq!(e.code, "S216", "{id}");
+            assert!(e.message.contains(&remote), "{id}: {}", e.message);
+        }
+    }
+}
