@@ -72,6 +72,8 @@ pub struct Services {
     pub config_source: Option<Arc<dyn ConfigSource>>,
     /// Absent in `ide call` mode, where there is no engine.
     pub outbound: Option<Arc<dyn Outbound>>,
+    /// Background jobs and every live command process group.
+    pub jobs: Arc<crate::exec::jobs::JobTable>,
 }
 
 impl Services {
@@ -81,11 +83,15 @@ impl Services {
             live: Arc::new(LiveRuntime::new(runtime)),
             config_source: None,
             outbound: None,
+            jobs: Arc::new(crate::exec::jobs::JobTable::new(None)),
         })
     }
 
-    /// Stop everything the services own (called on worker shutdown).
-    pub async fn shutdown(&self) {}
+    /// Stop everything the services own (called on worker shutdown):
+    /// every running command's process group is killed and reaped.
+    pub async fn shutdown(&self) {
+        self.jobs.shutdown().await;
+    }
 }
 
 /// One binding of a custom trigger type, as the engine delivers it.
@@ -351,6 +357,11 @@ impl Catalog {
             crate::coder::move_file::def(),
             crate::control::config_status::def(),
             crate::control::on_config_change::def(),
+            crate::exec::foreground::def(),
+            crate::exec::background::def(),
+            crate::exec::status::def(),
+            crate::exec::list::def(),
+            crate::exec::kill::def(),
             crate::fs::ls::def(),
             crate::fs::stat::def(),
             crate::fs::read::def(),
@@ -362,7 +373,7 @@ impl Catalog {
             crate::fs::grep::def(),
             crate::fs::sed::def(),
         ];
-        let trigger_types = vec![];
+        let trigger_types = vec![crate::exec::job_finished::trigger_type()];
         Catalog {
             defs,
             trigger_types,

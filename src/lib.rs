@@ -15,6 +15,8 @@
 //!   handlers) shared by the engine bus, `ide call` and the tests.
 //! - [`stream`]: transport-free byte streams (channels) for large payloads.
 //! - [`coder`], [`fs`], [`control`]: the functions, one module each.
+//! - [`exec`]: commands, background jobs and the `shell::job-finished`
+//!   trigger (process groups, capture caps, the env gate, the denylist).
 //! - [`bus`]: the engine connection (the only module that knows about iii).
 //!
 //! Core modules know nothing about the transport: a function is a plain
@@ -27,6 +29,7 @@ pub mod coder;
 pub mod config;
 pub mod control;
 pub mod error;
+pub mod exec;
 pub mod fs;
 pub mod policy;
 pub mod runtime;

@@ -83,13 +83,26 @@ pub async fn forward(
         .map_err(map_remote)
 }
 
-/// Map a remote error to a failure: known sandbox codes pass through.
+/// Map a remote error to a failure: known sandbox codes pass through. The
+/// sandbox worker may also carry its typed error as JSON inside `message`
+/// (`{code, message, ...}`); a known code found there passes through too.
 pub fn map_remote(e: WireError) -> Failure {
     if passes_through(&e.code) {
-        Failure::new(Class::Engine(e.code), e.message)
-    } else {
-        Failure::io(format!("sandbox call failed ({}): {}", e.code, e.message))
+        return Failure::new(Class::Engine(e.code), e.message);
     }
+    if let Ok(inner) = serde_json::from_str::<Value>(&e.message) {
+        if let Some(code) = inner.get("code").and_then(Value::as_str) {
+            if passes_through(code) {
+                let message = inner
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| e.message.clone());
+                return Failure::new(Class::Engine(code.to_string()), message);
+            }
+        }
+    }
+    Failure::io(format!("sandbox call failed ({}): {}", e.code, e.message))
 }
 
 #[cfg(test)]
@@ -121,5 +134,21 @@ mod tests {
         });
         assert_eq!(f.to_wire(crate::error::Surface::Shell).code, "S216");
         assert!(f.message.contains("weird"));
+    }
+
+    #[test]
+    fn a_typed_sandbox_error_inside_the_message_passes_through() {
+        let f = map_remote(WireError {
+            code: "invocation_failed".into(),
+            message: r#"{"type":"SandboxNotFound","code":"S002","message":"no sandbox 8c1c","retryable":false}"#.into(),
+        });
+        let wire = f.to_wire(crate::error::Surface::Shell);
+        assert_eq!(wire.code, "S002");
+        assert_eq!(wire.message, "no sandbox 8c1c");
+        let f = map_remote(WireError {
+            code: "invocation_failed".into(),
+            message: r#"{"code":"E999"}"#.into(),
+        });
+        assert_eq!(f.to_wire(crate::error::Surface::Shell).code, "S216");
     }
 }

@@ -119,7 +119,8 @@ async fn start(iii: &IIIClient, seed: Value) -> Result<Arc<Services>, ServeError
     let services = Arc::new(Services {
         live: Arc::new(LiveRuntime::new(runtime)),
         config_source: Some(source),
-        outbound: Some(outbound),
+        outbound: Some(outbound.clone()),
+        jobs: Arc::new(crate::exec::jobs::JobTable::new(Some(outbound))),
     });
     let catalog = Arc::new(Catalog::standard());
     register_catalog(iii, &catalog, &services);
@@ -302,7 +303,18 @@ fn register_trigger_types(iii: &IIIClient, catalog: &Catalog, services: &Arc<Ser
             main: tokio::runtime::Handle::current(),
         };
         let reg = RegisterTriggerType::new(t.id, t.description, handler);
-        let _ = iii.register_trigger_type(reg);
+        match t.id {
+            crate::exec::job_finished::ID => {
+                use crate::exec::job_finished::{JobFinishedConfig, JobFinishedEvent};
+                let reg = reg
+                    .trigger_request_format::<JobFinishedConfig>()
+                    .call_request_format::<JobFinishedEvent>();
+                let _ = iii.register_trigger_type(reg);
+            }
+            _ => {
+                let _ = iii.register_trigger_type(reg);
+            }
+        }
     }
 }
 

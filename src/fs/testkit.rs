@@ -111,6 +111,9 @@ impl Kit {
             live: Arc::new(LiveRuntime::new(Runtime::build(cfg).unwrap())),
             config_source: None,
             outbound: Some(engine.clone() as Arc<dyn Outbound>),
+            jobs: Arc::new(crate::exec::jobs::JobTable::new(Some(
+                engine.clone() as Arc<dyn Outbound>
+            ))),
         });
         Kit {
             _dir: dir,

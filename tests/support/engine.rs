@@ -163,6 +163,9 @@ pub struct RegisteredTrigger {
     pub active: bool,
     /// The error of the provider's `TriggerRegistrationResult`, if it sent one.
     pub provider_error: Option<ErrorBody>,
+    /// The provider answered the registration without an error: it holds
+    /// the binding now.
+    pub acknowledged: bool,
 }
 
 /// One invocation the engine routed: a call of an engine function, a call
@@ -237,6 +240,8 @@ struct TriggerRec {
     /// `Some(None)` the engine, `None` nowhere yet (held).
     delivered: Option<Option<ConnId>>,
     provider_error: Option<ErrorBody>,
+    /// A `TriggerRegistrationResult` without error came back.
+    acknowledged: bool,
 }
 
 enum ReplyTo {
@@ -1143,6 +1148,7 @@ fn handle_frame(st: &mut State, store: &ConfigStore, conn_id: ConnId, message: M
                 return;
             };
             trigger.provider_error = error.clone();
+            trigger.acknowledged = error.is_none();
             let registrant = trigger.registrant;
             if let Some(registrant) = registrant.filter(|r| *r != conn_id) {
                 send(
@@ -1368,6 +1374,7 @@ fn add_trigger(
             registrant_name,
             delivered: None,
             provider_error: None,
+            acknowledged: false,
         },
     );
     deliver_trigger(st, &id);
@@ -1414,6 +1421,8 @@ fn deliver_trigger(st: &mut State, id: &str) {
     }
     if let Some(trigger) = st.triggers.get_mut(id) {
         trigger.delivered = Some(provider);
+        // the engine accepts its own types on the spot; a worker answers later
+        trigger.acknowledged = provider.is_none();
     }
 }
 
@@ -1446,6 +1455,7 @@ fn triggers_of(st: &State) -> Vec<RegisteredTrigger> {
             registered_by: t.registrant_name.clone(),
             active: t.delivered.is_some(),
             provider_error: t.provider_error.clone(),
+            acknowledged: t.acknowledged,
         })
         .collect()
 }

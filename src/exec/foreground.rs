@@ -1,0 +1,201 @@
+//! `shell::exec`: run a command in the foreground and return its output.
+//!
+//! The deadline is `timeout_ms` clamped to `max_timeout_ms` (omitted, zero,
+//! negative or fractional → `default_timeout_ms`). At the deadline the
+//! command's whole process group is killed (TERM, then KILL after a short
+//! grace) and the call returns `timed_out: true` with the output so far —
+//! unless the call passed `on_timeout: "background"`: then the command keeps
+//! running as a background job, and the response carries its `job_id` for
+//! `shell::status`, `shell::kill` and `shell::job-finished`. (When no job
+//! slot is free, `max_concurrent_jobs`, the command is killed as usual.)
+//!
+//! Errors: S210 bad request (empty command, denylist hit, dangerous env key,
+//! host-only field on a sandbox target, cwd not a directory), S211 cwd
+//! missing or not accessible, S215 cwd escapes the jail, S216 the program
+//! cannot be started; sandbox codes pass through.
+
+use super::jobs::{NewJob, Runner, Started};
+use super::process::{self, KILL_GRACE, Outputs};
+use super::{HostFields, argv, denylist, host_spec, output_cap, sandbox_target, timeout};
+use crate::catalog::{Ctx, Flags, FunctionDef, function};
+use crate::error::Failure;
+use crate::sandbox::{Target, check_sandbox_call};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Wire request for `shell::exec`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(title = "ExecRequest")]
+pub struct ExecRequest {
+    /// Program name (PATH-resolved) or path to an executable, as a string; put arguments in `args`.
+    pub command: String,
+    /// Arguments, in order (all strings). Omit/null to tokenize `command` shell-words style; pass an array (even empty) to use it verbatim.
+    #[serde(default)]
+    pub args: Option<Vec<String>>,
+    /// Working directory (host only, S210 on sandbox); jail-confined like shell::fs::* paths (S215 on escape), must be an existing directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Per-call env values (host only, S210 on sandbox); exec-hijacking keys (PATH, IFS, HOME, LD_*/DYLD_*, …) reject the whole call S210.
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+    /// Bytes written to the program's stdin, then EOF (host only, S210 on sandbox); omit to leave stdin at /dev/null.
+    #[serde(default)]
+    pub stdin: Option<String>,
+    /// Where to run the command. Defaults to the host worker; pass `{ kind: "sandbox", sandbox_id }` to forward the call to a microVM.
+    #[serde(default)]
+    pub target: Target,
+    /// Per-call timeout in milliseconds, capped at the configured max; negative or fractional values fall back to the default.
+    #[serde(default, deserialize_with = "timeout::lenient")]
+    #[schemars(with = "Option<u64>")]
+    pub timeout_ms: Option<u64>,
+    /// What to do with a host command still running at its deadline: "kill" (default) kills its process group; "background" keeps it running as a background job and returns timed_out: true, the output so far and its job_id (then use shell::status, shell::kill, shell::job-finished). Host only.
+    #[serde(default)]
+    pub on_timeout: OnTimeout,
+}
+
+/// What happens to a command still running at its deadline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnTimeout {
+    /// Kill its process group (TERM, then KILL).
+    #[default]
+    Kill,
+    /// Keep it running as a background job.
+    Background,
+}
+
+// The result of a foreground command. Field descriptions are left out to
+// match the published schema; `job_id` is this worker's addition.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(title = "ExecResponse")]
+pub struct ExecResponse {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub duration_ms: u64,
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
+    /// Present only when `on_timeout: "background"` handed the still-running command over to a background job: its id for shell::status, shell::kill and shell::job-finished.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+}
+
+pub fn def() -> FunctionDef {
+    function(
+        "shell::exec",
+        "Run a command in the foreground and return its full output. Put the program in \
+         `command` (string) and arguments in `args` (string[]), never argv in `command`. \
+         Host-only cwd/env/stdin reject S210 on a sandbox target. Errors return { code, message \
+         }; common: S216 host exec error, S300 VM boot failed, S200 in-VM failure.",
+        Flags::NONE,
+        exec,
+    )
+}
+
+pub async fn exec(ctx: Ctx, req: ExecRequest) -> Result<ExecResponse, Failure> {
+    let started = Started::now();
+    let argv = argv::build(&req.command, req.args.as_deref())?;
+    let fields = HostFields {
+        cwd: req.cwd,
+        env: req.env,
+        stdin: req.stdin,
+    };
+    let deadline_ms = timeout::effective(
+        req.timeout_ms,
+        ctx.runtime.config.default_timeout_ms,
+        ctx.runtime.config.max_timeout_ms,
+    );
+    if let Target::Sandbox { sandbox_id } = &req.target {
+        check_sandbox_call(&ctx, &fields.presence())?;
+        if req.on_timeout == OnTimeout::Background {
+            return Err(Failure::bad_input(
+                "on_timeout: \"background\" is host only (a sandbox enforces its own deadline); \
+                 drop on_timeout, or start the command with shell::exec_bg",
+            ));
+        }
+        denylist::check(&ctx.runtime.command_denylist, &argv)?;
+        let out = sandbox_target::run(&ctx, sandbox_id, &argv, Some(deadline_ms)).await?;
+        let c = out.capped(output_cap(&ctx.runtime));
+        return Ok(ExecResponse {
+            stdout: c.stdout,
+            stderr: c.stderr,
+            exit_code: c.exit_code,
+            timed_out: c.timed_out,
+            duration_ms: c.duration_ms,
+            stdout_truncated: c.stdout_truncated,
+            stderr_truncated: c.stderr_truncated,
+            job_id: None,
+        });
+    }
+    denylist::check(&ctx.runtime.command_denylist, &argv)?;
+    let spec = host_spec(&ctx.runtime, argv, fields).await?;
+    let jobs = &ctx.services.jobs;
+    let outputs = Outputs::new();
+    let proc = process::spawn(&spec, jobs.live(), outputs.clone())?;
+    let deadline = Duration::from_millis(deadline_ms).saturating_sub(started.at.elapsed());
+    let (exit, timed_out, job_id) = match tokio::time::timeout(deadline, proc.wait()).await {
+        Ok(exit) => (Some(exit), false, None),
+        Err(_) => {
+            let handed = match req.on_timeout {
+                OnTimeout::Kill => None,
+                OnTimeout::Background => {
+                    hand_over(&ctx, spec.argv, &proc, outputs.clone(), started)
+                }
+            };
+            match handed {
+                Some(job_id) => (None, true, Some(job_id)),
+                None => {
+                    proc.terminate(KILL_GRACE).await;
+                    (Some(proc.wait().await), true, None)
+                }
+            }
+        }
+    };
+    let (stdout, stdout_truncated) = outputs.stdout.snapshot();
+    let (stderr, stderr_truncated) = outputs.stderr.snapshot();
+    Ok(ExecResponse {
+        stdout,
+        stderr,
+        exit_code: exit.and_then(|e| e.code),
+        timed_out,
+        duration_ms: started.at.elapsed().as_millis() as u64,
+        stdout_truncated,
+        stderr_truncated,
+        job_id,
+    })
+}
+
+/// Turn a running foreground command into a background job. `None` when no
+/// job slot is free (the caller then kills it).
+fn hand_over(
+    ctx: &Ctx,
+    argv: Vec<String>,
+    proc: &Arc<process::Process>,
+    outputs: Outputs,
+    started: Started,
+) -> Option<String> {
+    let jobs = &ctx.services.jobs;
+    let new = NewJob {
+        id: None,
+        argv,
+        runner: Runner::Host(OnceLock::new()),
+        outputs,
+        started,
+    };
+    match jobs.reserve(new, &ctx.runtime) {
+        Ok(job) => {
+            let id = job.id.clone();
+            jobs.run_host(job, proc.clone());
+            Some(id)
+        }
+        Err(f) => {
+            tracing::warn!(reason = %f, "on_timeout background: no job slot, killing the command instead");
+            None
+        }
+    }
+}

@@ -1,0 +1,555 @@
+//! Host processes: spawn in their own process group, capture, reap, kill.
+//!
+//! Every command leads a process group of its own (pgid = its pid), so the
+//! group holds everything it starts and killing the group reaches
+//! grandchildren. When the worker itself has a controlling terminal (run by
+//! hand), the command also gets a new session (`setsid`), so nothing it
+//! starts can prompt on, read or stop on that terminal; a worker without one
+//! (the deployed case) uses `setpgid`, which keeps the spawn on the fast
+//! `posix_spawn` path. See [`Detach`]. One supervisor task per process owns the
+//! child handle and always waits for it, so every child is reaped whatever
+//! happens to the call that started it.
+//!
+//! A process is *done* when its leader has exited and both output pipes
+//! reached end of file — or, when something it left behind (a daemonized
+//! grandchild) still holds a pipe open, [`DRAIN_GRACE`] after the leader
+//! exited. Reading then stops and whatever the leftover writes later is
+//! dropped; the call does not wait for it.
+//!
+//! Killing is TERM to the group, then KILL to the group after
+//! [`KILL_GRACE`] unless the group is already empty. The group id is the
+//! leader's pid; it is only signalled while the leader is unreaped or the
+//! group still has members, so it cannot name a recycled pid.
+
+use super::capture::{self, Capture};
+use super::env_gate::ChildEnv;
+use crate::error::Failure;
+use dashmap::DashMap;
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How long output pipes may stay open after the leader exited.
+pub const DRAIN_GRACE: Duration = Duration::from_millis(500);
+/// How long a TERMed group has to exit before it is KILLed.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// Everything needed to start one command (already checked by the policy).
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    /// The child environment, relative to the worker's.
+    pub env: ChildEnv,
+    /// Written to stdin, then EOF; `None` = /dev/null.
+    pub stdin: Option<String>,
+    /// Per-stream capture cap.
+    pub max_output_bytes: usize,
+    pub detach: Detach,
+}
+
+/// How a command is set apart from the worker. Both make it the leader of
+/// a new process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detach {
+    /// `setsid`: a new session too, without a controlling terminal. Needs a
+    /// `pre_exec` hook, so the spawn forks.
+    Session,
+    /// `setpgid(0, 0)`: spawned with `posix_spawn`, the cheaper path.
+    Group,
+}
+
+impl Detach {
+    /// `Session` when this worker has a controlling terminal (whose
+    /// prompts a command could otherwise reach), `Group` otherwise. Decided
+    /// once per process.
+    pub fn for_this_worker() -> Detach {
+        static MODE: OnceLock<Detach> = OnceLock::new();
+        *MODE.get_or_init(|| {
+            // Opening /dev/tty fails (ENXIO) exactly when there is no
+            // controlling terminal; it acquires nothing.
+            if std::fs::File::open("/dev/tty").is_ok() {
+                Detach::Session
+            } else {
+                Detach::Group
+            }
+        })
+    }
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exit {
+    /// The exit code, when it exited normally.
+    pub code: Option<i32>,
+    /// The terminating signal, when a signal ended it.
+    pub signal: Option<i32>,
+    /// Waiting for it failed (the status is unknown).
+    pub wait_failed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    /// The leader exited and was reaped; output is still draining.
+    Exited(Exit),
+    Done(Exit),
+}
+
+/// Where a command's two output streams are captured.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    pub stdout: Arc<Capture>,
+    pub stderr: Arc<Capture>,
+}
+
+impl Outputs {
+    pub fn new() -> Outputs {
+        Outputs::default()
+    }
+}
+
+/// A spawned command.
+#[derive(Debug)]
+pub struct Process {
+    /// Leader pid = process group id.
+    pid: i32,
+    pub outputs: Outputs,
+    phase: watch::Receiver<Phase>,
+}
+
+impl Process {
+    pub fn pid(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// Wait until the process is done (leader reaped, output drained).
+    pub async fn wait(&self) -> Exit {
+        let mut rx = self.phase.clone();
+        loop {
+            if let Phase::Done(exit) = *rx.borrow_and_update() {
+                return exit;
+            }
+            if rx.changed().await.is_err() {
+                // The supervisor is gone without reporting: it always
+                // reports before it ends, so this means it panicked.
+                return Exit {
+                    code: None,
+                    signal: None,
+                    wait_failed: true,
+                };
+            }
+        }
+    }
+
+    /// The exit once done, without waiting.
+    pub fn done(&self) -> Option<Exit> {
+        match *self.phase.borrow() {
+            Phase::Done(exit) => Some(exit),
+            _ => None,
+        }
+    }
+
+    fn leader_exited(&self) -> bool {
+        !matches!(*self.phase.borrow(), Phase::Running)
+    }
+
+    fn signal_group(&self, signal: Option<Signal>) -> Result<(), Errno> {
+        killpg(Pid::from_raw(self.pid), signal)
+    }
+
+    /// Whether any member of the group is still running. Zombies do not
+    /// count: a killed grandchild is dead even while nobody has reaped it yet
+    /// (orphans wait for init, which may reap only now and then).
+    fn group_alive(&self) -> bool {
+        // EPERM: a member exists that we may not signal; still alive.
+        if matches!(self.signal_group(None), Err(Errno::ESRCH)) {
+            return false;
+        }
+        live_member_of(self.pid).unwrap_or(true)
+    }
+
+    /// Kill the whole process group: TERM, then KILL after `grace` unless
+    /// the group emptied first. Returns once the group is empty or KILLed.
+    /// A process already done is left alone (false).
+    pub async fn terminate(&self, grace: Duration) -> bool {
+        if self.done().is_some() {
+            return false;
+        }
+        let _ = self.signal_group(Some(Signal::SIGTERM));
+        let deadline = Instant::now() + grace;
+        loop {
+            if self.leader_exited() && !self.group_alive() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let _ = self.signal_group(Some(Signal::SIGKILL));
+        true
+    }
+}
+
+/// Whether some process in group `pgid` is not a zombie, from `/proc`
+/// (`None` when `/proc` cannot be read).
+fn live_member_of(pgid: i32) -> Option<bool> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue; // gone meanwhile
+        };
+        // after the command name: state, ppid, pgrp, ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next().unwrap_or("");
+        let pgrp = fields.nth(1).and_then(|f| f.parse::<i32>().ok());
+        if pgrp == Some(pgid) && state != "Z" && state != "X" {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// The process groups currently alive, so worker shutdown can kill them all.
+#[derive(Debug, Default)]
+pub struct LiveGroups {
+    groups: DashMap<i32, Arc<Process>>,
+}
+
+impl LiveGroups {
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// Kill every live group and wait until each is done.
+    pub async fn terminate_all(&self, grace: Duration) {
+        let all: Vec<Arc<Process>> = self.groups.iter().map(|e| e.value().clone()).collect();
+        let kills = all.iter().map(|p| async move {
+            p.terminate(grace).await;
+            p.wait().await;
+        });
+        futures_util::future::join_all(kills).await;
+    }
+}
+
+/// Start `spec`, capturing into `outputs`. Fails only if the program cannot
+/// be started; everything after that is reported through [`Process::wait`].
+pub fn spawn(
+    spec: &Spec,
+    live: &Arc<LiveGroups>,
+    outputs: Outputs,
+) -> Result<Arc<Process>, Failure> {
+    let mut cmd = tokio::process::Command::new(&spec.argv[0]);
+    cmd.args(&spec.argv[1..]).current_dir(&spec.cwd);
+    if spec.env.clear {
+        cmd.env_clear();
+    }
+    cmd.envs(&spec.env.vars)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match spec.detach {
+        Detach::Group => {
+            cmd.process_group(0);
+        }
+        // SAFETY: the closure runs in the forked child before exec and only
+        // calls setsid(2), which is async-signal-safe, allocates nothing and
+        // touches no lock; it makes the child the leader of a new session
+        // and process group (pgid = its pid) with no controlling terminal.
+        Detach::Session => unsafe {
+            cmd.pre_exec(|| {
+                nix::unistd::setsid()
+                    .map(|_| ())
+                    .map_err(std::io::Error::from)
+            });
+        },
+    }
+    let mut child = cmd.spawn().map_err(|e| spawn_failure(&spec.argv[0], &e))?;
+    let Some(pid) = child.id().map(|p| p as i32) else {
+        return Err(Failure::io(format!(
+            "{:?} exited before it could be tracked",
+            spec.argv[0]
+        )));
+    };
+    let cap = spec.max_output_bytes;
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(tokio::spawn(capture::drain(
+            out,
+            outputs.stdout.clone(),
+            cap,
+        )));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(tokio::spawn(capture::drain(
+            err,
+            outputs.stderr.clone(),
+            cap,
+        )));
+    }
+    let writer = match (child.stdin.take(), spec.stdin.clone()) {
+        (Some(mut pipe), Some(text)) => Some(tokio::spawn(async move {
+            // A child that exits without reading gets its pipe closed; the
+            // write error that follows is expected and not reported.
+            let _ = pipe.write_all(text.as_bytes()).await;
+            let _ = pipe.shutdown().await;
+        })),
+        _ => None,
+    };
+    let (tx, rx) = watch::channel(Phase::Running);
+    let process = Arc::new(Process {
+        pid,
+        outputs,
+        phase: rx,
+    });
+    live.groups.insert(pid, process.clone());
+    let live = live.clone();
+    tokio::spawn(async move {
+        let exit = match child.wait().await {
+            Ok(status) => {
+                use std::os::unix::process::ExitStatusExt;
+                Exit {
+                    code: status.code(),
+                    signal: status.signal(),
+                    wait_failed: false,
+                }
+            }
+            Err(e) => {
+                tracing::error!(pid, error = %e, "waiting for a command failed");
+                Exit {
+                    code: None,
+                    signal: None,
+                    wait_failed: true,
+                }
+            }
+        };
+        let _ = tx.send(Phase::Exited(exit));
+        let drained = futures_util::future::join_all(readers.iter_mut());
+        if tokio::time::timeout(DRAIN_GRACE, drained).await.is_err() {
+            for r in &readers {
+                r.abort();
+            }
+        }
+        if let Some(w) = writer {
+            w.abort();
+        }
+        live.groups.remove(&pid);
+        let _ = tx.send(Phase::Done(exit));
+    });
+    Ok(process)
+}
+
+fn spawn_failure(program: &str, e: &std::io::Error) -> Failure {
+    use std::io::ErrorKind;
+    let why = match e.kind() {
+        ErrorKind::NotFound => {
+            "no such program on PATH or at that path (or the working directory vanished)"
+                .to_string()
+        }
+        ErrorKind::PermissionDenied => "it is not executable by the worker".to_string(),
+        _ => e.to_string(),
+    };
+    let hint = if program.contains(char::is_whitespace) {
+        "; `command` holds spaces: put only the program in `command` and each argument in `args`"
+    } else {
+        "; check the name (shell::exec {command: \"which\", args: [...]}) or pass an absolute path"
+    };
+    Failure::io(format!("cannot start {program:?}: {why}{hint}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(argv: &[&str]) -> Spec {
+        Spec {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            cwd: std::env::temp_dir(),
+            env: ChildEnv::default(),
+            stdin: None,
+            max_output_bytes: 1 << 20,
+            detach: Detach::for_this_worker(),
+        }
+    }
+
+    fn pid_alive(pid: i32) -> bool {
+        // A zombie still answers kill(0); look at its state instead.
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(s) => !s
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+            Err(_) => false,
+        }
+    }
+
+    #[tokio::test]
+    async fn output_exit_code_and_reaping() {
+        let live = Arc::new(LiveGroups::default());
+        let p = spawn(
+            &spec(&["sh", "-c", "echo out; echo err >&2; exit 3"]),
+            &live,
+            Outputs::new(),
+        )
+        .unwrap();
+        let exit = p.wait().await;
+        assert_eq!(exit.code, Some(3));
+        assert_eq!(p.outputs.stdout.snapshot().0, "out\n");
+        assert_eq!(p.outputs.stderr.snapshot().0, "err\n");
+        assert!(live.is_empty());
+        assert!(!pid_alive(p.pid() as i32), "leader must be reaped");
+    }
+
+    #[tokio::test]
+    async fn stdin_is_written_then_closed_and_defaults_to_dev_null() {
+        let live = Arc::new(LiveGroups::default());
+        let mut s = spec(&["cat"]);
+        s.stdin = Some("fed\n".into());
+        let p = spawn(&s, &live, Outputs::new()).unwrap();
+        p.wait().await;
+        assert_eq!(p.outputs.stdout.snapshot().0, "fed\n");
+        let p = spawn(&spec(&["cat"]), &live, Outputs::new()).unwrap();
+        assert_eq!(p.wait().await.code, Some(0));
+        assert_eq!(p.outputs.stdout.snapshot().0, "");
+    }
+
+    #[tokio::test]
+    async fn a_chatty_child_is_drained_but_capture_is_capped() {
+        let live = Arc::new(LiveGroups::default());
+        let mut s = spec(&["head", "-c", "5000000", "/dev/zero"]);
+        s.max_output_bytes = 1000;
+        let p = spawn(&s, &live, Outputs::new()).unwrap();
+        assert_eq!(p.wait().await.code, Some(0));
+        let (out, truncated) = p.outputs.stdout.snapshot();
+        assert_eq!(out.len(), 1000);
+        assert!(truncated);
+        let (err, truncated) = p.outputs.stderr.snapshot();
+        assert_eq!((err.as_str(), truncated), ("", false));
+    }
+
+    #[tokio::test]
+    async fn terminate_kills_the_grandchildren_too() {
+        let live = Arc::new(LiveGroups::default());
+        // The grandchild ignores TERM, so only the KILL sweep ends it.
+        let p = spawn(
+            &spec(&[
+                "sh",
+                "-c",
+                "sh -c 'trap \"\" TERM; sleep 300' & echo $!; wait",
+            ]),
+            &live,
+            Outputs::new(),
+        )
+        .unwrap();
+        let grandchild: i32 = loop {
+            let (out, _) = p.outputs.stdout.snapshot();
+            if let Ok(pid) = out.trim().parse() {
+                break pid;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        assert!(pid_alive(grandchild));
+        assert!(p.terminate(Duration::from_millis(300)).await);
+        let exit = p.wait().await;
+        assert_eq!(exit.signal, Some(libc_sigterm()));
+        let gone = async {
+            while pid_alive(grandchild) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), gone)
+            .await
+            .expect("grandchild killed");
+        // a finished process is left alone
+        assert!(!p.terminate(Duration::from_millis(10)).await);
+    }
+
+    fn libc_sigterm() -> i32 {
+        Signal::SIGTERM as i32
+    }
+
+    #[tokio::test]
+    async fn a_leftover_holding_the_pipe_does_not_hold_the_call() {
+        let live = Arc::new(LiveGroups::default());
+        let started = Instant::now();
+        let p = spawn(
+            &spec(&["sh", "-c", "sleep 30 & echo started"]),
+            &live,
+            Outputs::new(),
+        )
+        .unwrap();
+        assert_eq!(p.wait().await.code, Some(0));
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_eq!(p.outputs.stdout.snapshot().0, "started\n");
+        // clean up the leftover (it is in the same group)
+        let _ = killpg(Pid::from_raw(p.pid), Signal::SIGKILL);
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_is_a_spawn_failure() {
+        let live = Arc::new(LiveGroups::default());
+        let err = spawn(
+            &spec(&["definitely-not-a-program-xyz"]),
+            &live,
+            Outputs::new(),
+        )
+        .unwrap_err();
+        assert_eq!(err.class, crate::error::Class::Io);
+        assert!(err.message.contains("definitely-not-a-program-xyz"));
+        assert!(live.is_empty());
+    }
+
+    #[tokio::test]
+    async fn each_command_leads_its_own_group_in_both_modes() {
+        let live = Arc::new(LiveGroups::default());
+        // fields 5 and 6 of /proc/PID/stat: process group and session
+        for detach in [Detach::Group, Detach::Session] {
+            let mut s = spec(&["sh", "-c", "cut -d' ' -f5,6 /proc/$$/stat"]);
+            s.detach = detach;
+            let p = spawn(&s, &live, Outputs::new()).unwrap();
+            p.wait().await;
+            let out = p.outputs.stdout.snapshot().0;
+            let ids: Vec<u32> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            assert_eq!(ids[0], p.pid(), "{detach:?}");
+            // only Session makes the command lead a new session
+            assert_eq!(ids[1] == p.pid(), detach == Detach::Session, "{detach:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn terminate_all_ends_every_live_group() {
+        let live = Arc::new(LiveGroups::default());
+        let a = spawn(&spec(&["sleep", "300"]), &live, Outputs::new()).unwrap();
+        let b = spawn(&spec(&["sleep", "300"]), &live, Outputs::new()).unwrap();
+        assert_eq!(live.len(), 2);
+        live.terminate_all(Duration::from_secs(1)).await;
+        assert!(a.done().is_some() && b.done().is_some());
+        assert!(live.is_empty());
+    }
+}

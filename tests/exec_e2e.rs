@@ -1,0 +1,463 @@
+//! End to end: the real `ide` binary on the loopback engine, driven like a
+//! harness drives it — calls through the engine, `shell::job-finished`
+//! bindings registered with the engine, a fake sandbox worker on the bus.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use ide::config::Config;
+use iii_sdk::{Error as SdkError, IIIClient, RegisterFunction};
+use serde_json::{Value, json};
+use support::engine::{LoopbackEngine, connect_worker, unique_name};
+use support::ide_process::IdeProcess;
+use tokio::sync::mpsc;
+
+const WAIT: Duration = Duration::from_secs(15);
+const SANDBOX: &str = "8c1c5c63-0a5e-4a5b-9e0e-0d7b0c1f2e3d";
+const JOB_FINISHED: &str = "shell::job-finished";
+
+/// An engine with `ide` serving on it.
+struct World {
+    engine: LoopbackEngine,
+    ide: IdeProcess,
+    dir: tempfile::TempDir,
+}
+
+/// The seed every test starts from: the zero config, commands run in the
+/// test's own temporary directory.
+fn seed(dir: &Path) -> Config {
+    let mut cfg = Config::zero_config();
+    cfg.working_dir = Some(dir.to_path_buf());
+    cfg
+}
+
+async fn start(configure: impl FnOnce(&mut Config)) -> World {
+    let dir = tempfile::TempDir::new().expect("temp dir");
+    let mut cfg = seed(dir.path());
+    configure(&mut cfg);
+    let config_path = dir.path().join("config.yaml");
+    // JSON is YAML
+    std::fs::write(&config_path, cfg.to_value().to_string()).expect("write seed");
+    let engine = LoopbackEngine::start().await;
+    let url = engine.url();
+    let ide = IdeProcess::spawn(
+        &[
+            "--url",
+            &url,
+            "--config",
+            &config_path.display().to_string(),
+        ],
+        &[],
+    );
+    assert!(
+        engine
+            .wait_for_function("shell::kill", WAIT)
+            .await
+            .is_some(),
+        "ide did not register its functions:\n{}",
+        ide.logs()
+    );
+    assert!(engine.wait_for_trigger_type(JOB_FINISHED, WAIT).await);
+    World { engine, ide, dir }
+}
+
+impl World {
+    async fn ok(&self, function_id: &str, payload: Value) -> Value {
+        match self.engine.call(function_id, payload.clone()).await {
+            Ok(v) => v,
+            Err(e) => panic!("{function_id} {payload} failed: {e:?}\n{}", self.ide.logs()),
+        }
+    }
+
+    /// A subscriber worker whose `function_id` reports every delivery.
+    async fn subscriber(
+        &self,
+        function_id: &str,
+    ) -> (IIIClient, mpsc::UnboundedReceiver<(Value, Option<Value>)>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let client = connect_worker(&self.engine.url(), &unique_name("subscriber"));
+        client.register_function(
+            function_id,
+            RegisterFunction::new_async(move |input: Value, metadata: Option<Value>| {
+                let tx = tx.clone();
+                async move {
+                    let _ = tx.send((input, metadata));
+                    Ok::<Value, SdkError>(json!({}))
+                }
+            }),
+        );
+        assert!(
+            self.engine
+                .wait_for_function(function_id, WAIT)
+                .await
+                .is_some()
+        );
+        (client, rx)
+    }
+
+    /// Bind `function_id` to job completions (as `engine::register_trigger`
+    /// does) and wait until ide has acknowledged the binding.
+    async fn bind(&self, function_id: &str, config: Value, metadata: Option<Value>) -> String {
+        let id = self
+            .engine
+            .register_trigger(JOB_FINISHED, function_id, config, metadata);
+        let held = self
+            .engine
+            .wait_for_triggers(|ts| ts.iter().any(|t| t.id == id && t.acknowledged), WAIT)
+            .await;
+        assert!(
+            held,
+            "ide did not acknowledge binding {id}:\n{}",
+            self.ide.logs()
+        );
+        id
+    }
+
+    async fn stop(mut self) {
+        self.ide.signal_term();
+        assert!(self.ide.wait_exit(WAIT).await.is_some(), "ide did not stop");
+        self.engine.stop().await;
+    }
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<(Value, Option<Value>)>) -> (Value, Option<Value>) {
+    tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("a job-finished delivery")
+        .expect("subscriber alive")
+}
+
+async fn nothing_more(rx: &mut mpsc::UnboundedReceiver<(Value, Option<Value>)>) {
+    let extra = tokio::time::timeout(Duration::from_millis(300), rx.recv()).await;
+    assert!(extra.is_err(), "unexpected delivery: {extra:?}");
+}
+
+fn pid_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// There is no event for "this pid is gone"; poll /proc briefly.
+async fn wait_gone(pid: i32) -> bool {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while tokio::time::Instant::now() < deadline {
+        if !pid_alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+/// Start a job that prints its grandchild's pid and waits on it; return
+/// the job id and that pid (read back through shell::status).
+async fn job_with_grandchild(w: &World) -> (String, i32) {
+    let v = w
+        .ok(
+            "shell::exec_bg",
+            json!({"command": "sh", "args": ["-c", "sleep 300 & echo $!; wait"]}),
+        )
+        .await;
+    let id = v["job_id"].as_str().expect("job_id").to_string();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let s = w.ok("shell::status", json!({"job_id": id})).await;
+        if let Ok(pid) = s["job"]["stdout"].as_str().unwrap_or("").trim().parse() {
+            return (id, pid);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no pid printed: {s}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn exec_round_trip_through_the_engine() {
+    let w = start(|_| {}).await;
+    let v = w
+        .ok(
+            "shell::exec",
+            json!({"command": "sh", "args": ["-c", "pwd; cat; echo $GREETING >&2"],
+                   "stdin": "fed", "env": {"GREETING": "hi"}}),
+        )
+        .await;
+    let cwd = w.dir.path().canonicalize().unwrap();
+    assert_eq!(v["stdout"], format!("{}\nfed", cwd.display()));
+    assert_eq!(v["stderr"], "hi\n");
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["timed_out"], false);
+    // S-codes are the top-level wire code
+    let err = w
+        .engine
+        .call("shell::exec", json!({"command": ""}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S210");
+    let err = w
+        .engine
+        .call(
+            "shell::exec",
+            json!({"command": "true", "env": {"LD_PRELOAD": "x"}}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S210");
+    assert!(err.message.contains("LD_PRELOAD"));
+    let err = w
+        .engine
+        .call("shell::exec", json!({"command": "sudo shutdown -h now"}))
+        .await
+        .unwrap_err();
+    assert!(err.message.starts_with("command matches denylist: "));
+    let err = w
+        .engine
+        .call("shell::status", json!({"job_id": "job-none"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S211");
+    // the registered trigger type carries its typed schemas
+    let t = w
+        .engine
+        .trigger_types()
+        .into_iter()
+        .find(|t| t.id == JOB_FINISHED)
+        .expect("trigger type");
+    assert_eq!(
+        t.trigger_request_format
+            .as_ref()
+            .map(|s| s["title"].clone()),
+        Some(json!("JobFinishedConfig"))
+    );
+    assert_eq!(
+        t.call_request_format.as_ref().map(|s| s["title"].clone()),
+        Some(json!("JobFinishedEvent"))
+    );
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_binding_registered_before_the_job_receives_its_completion() {
+    let w = start(|_| {}).await;
+    let (_sub, mut rx) = w.subscriber("test::on-job").await;
+    let job_id = format!("job-{}", uuid::Uuid::new_v4());
+    w.bind(
+        "test::on-job",
+        json!({"job_id": job_id}),
+        Some(json!({"wake": "session-1"})),
+    )
+    .await;
+    let v = w
+        .ok(
+            "shell::exec_bg",
+            json!({"command": "sh -c 'echo out; exit 7'", "job_id": job_id}),
+        )
+        .await;
+    assert_eq!(v["job_id"], job_id.as_str());
+    let (event, metadata) = next(&mut rx).await;
+    assert_eq!(event["job_id"], job_id.as_str());
+    assert_eq!(event["argv"], json!(["sh", "-c", "echo out; exit 7"]));
+    assert_eq!(event["status"], "finished");
+    assert_eq!(event["exit_code"], 7);
+    assert!(event.get("stdout").is_none());
+    assert_eq!(metadata, Some(json!({"wake": "session-1"})));
+    nothing_more(&mut rx).await;
+    let s = w.ok("shell::status", json!({"job_id": job_id})).await;
+    assert_eq!(s["job"]["stdout"], "out\n");
+    // the id is taken while retained
+    let err = w
+        .engine
+        .call(
+            "shell::exec_bg",
+            json!({"command": "true", "job_id": job_id}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S213");
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_binding_registered_after_completion_is_replayed_and_unfiltered_ones_are_not() {
+    let w = start(|_| {}).await;
+    let (_sub, mut all) = w.subscriber("test::all-jobs").await;
+    w.bind("test::all-jobs", json!({}), None).await;
+    let v = w.ok("shell::exec_bg", json!({"command": "true"})).await;
+    let job_id = v["job_id"].as_str().unwrap().to_string();
+    // the unfiltered binding hears the completion: the job is now terminal
+    let (event, _) = next(&mut all).await;
+    assert_eq!(event["job_id"], job_id.as_str());
+
+    let (_late_sub, mut late) = w.subscriber("test::late").await;
+    w.bind("test::late", json!({"job_id": job_id}), None).await;
+    let (event, _) = next(&mut late).await;
+    assert_eq!(event["job_id"], job_id.as_str());
+    assert_eq!(event["status"], "finished");
+    nothing_more(&mut late).await;
+
+    // a second unfiltered binding gets future completions only
+    let (_fut_sub, mut future) = w.subscriber("test::future").await;
+    w.bind("test::future", json!({}), None).await;
+    nothing_more(&mut future).await;
+    let v = w
+        .ok("shell::exec_bg", json!({"command": "sh -c 'exit 2'"}))
+        .await;
+    let (event, _) = next(&mut future).await;
+    assert_eq!(event["job_id"], v["job_id"]);
+    assert_eq!(event["exit_code"], 2);
+    let (event, _) = next(&mut all).await;
+    assert_eq!(event["job_id"], v["job_id"]);
+    nothing_more(&mut late).await;
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn kill_takes_the_grandchild_with_it() {
+    let w = start(|_| {}).await;
+    let (_sub, mut rx) = w.subscriber("test::on-kill").await;
+    w.bind("test::on-kill", json!({}), None).await;
+    let (id, grandchild) = job_with_grandchild(&w).await;
+    assert!(pid_alive(grandchild));
+    let k = w.ok("shell::kill", json!({"job_id": id})).await;
+    assert_eq!(k["killed"], true);
+    assert_eq!(k["status"], "killed");
+    assert!(
+        wait_gone(grandchild).await,
+        "grandchild {grandchild} survived the kill"
+    );
+    let (event, _) = next(&mut rx).await;
+    assert_eq!(event["status"], "killed");
+    assert_eq!(event["job_id"], id.as_str());
+    let l = w.ok("shell::list", json!({})).await;
+    assert_eq!(l["count"], 1);
+    assert_eq!(l["jobs"][0]["status"], "killed");
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn worker_shutdown_kills_running_jobs() {
+    let w = start(|_| {}).await;
+    let (_id, grandchild) = job_with_grandchild(&w).await;
+    let (_id2, grandchild2) = job_with_grandchild(&w).await;
+    w.stop().await;
+    assert!(wait_gone(grandchild).await && wait_gone(grandchild2).await);
+}
+
+/// A stand-in for the iii-sandbox worker: answers `sandbox::exec`.
+fn fake_sandbox(url: &str, calls: mpsc::UnboundedSender<Value>) -> IIIClient {
+    let client = connect_worker(url, &unique_name("sandbox"));
+    client.register_function(
+        "sandbox::exec",
+        RegisterFunction::new_async(move |input: Value| {
+            let calls = calls.clone();
+            async move {
+                let _ = calls.send(input.clone());
+                if input["cmd"] == "missing-vm" {
+                    return Err(SdkError::Remote {
+                        code: "S002".to_string(),
+                        message: "sandbox not found; call sandbox::create first".to_string(),
+                        stacktrace: None,
+                    });
+                }
+                Ok::<Value, SdkError>(json!({
+                    "stdout": format!("vm ran {}\n", input["cmd"].as_str().unwrap_or("?")),
+                    "stderr": "",
+                    "exit_code": 0,
+                    "timed_out": false,
+                    "duration_ms": 12,
+                    "success": true
+                }))
+            }
+        }),
+    );
+    client
+}
+
+#[tokio::test]
+async fn sandbox_targets_are_forwarded_to_the_sandbox_worker() {
+    let w = start(|_| {}).await;
+    let (tx, mut calls) = mpsc::unbounded_channel();
+    let _sandbox = fake_sandbox(&w.engine.url(), tx);
+    assert!(
+        w.engine
+            .wait_for_function("sandbox::exec", WAIT)
+            .await
+            .is_some()
+    );
+    let target = json!({"kind": "sandbox", "sandbox_id": SANDBOX});
+    let v = w
+        .ok(
+            "shell::exec",
+            json!({"command": "python3", "args": ["-c", "print(4)"], "target": target, "timeout_ms": 5000}),
+        )
+        .await;
+    assert_eq!(v["stdout"], "vm ran python3\n");
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["duration_ms"], 12);
+    let sent = calls.recv().await.expect("sandbox::exec call");
+    assert_eq!(sent["sandbox_id"], SANDBOX);
+    assert_eq!(sent["cmd"], "python3");
+    assert_eq!(sent["args"], json!(["-c", "print(4)"]));
+    assert_eq!(sent["timeout_ms"], 5000);
+
+    // the sandbox worker's codes pass through
+    let err = w
+        .engine
+        .call(
+            "shell::exec",
+            json!({"command": "missing-vm", "target": target}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S002");
+    // host-only fields are refused before anything is sent
+    let err = w
+        .engine
+        .call(
+            "shell::exec",
+            json!({"command": "ls", "cwd": "/tmp", "target": target}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S210");
+
+    // a background sandbox job completes through the same worker
+    let (_sub, mut rx) = w.subscriber("test::vm-job").await;
+    w.bind("test::vm-job", json!({"job_id": "vm-job-1"}), None)
+        .await;
+    w.ok(
+        "shell::exec_bg",
+        json!({"command": "node main.js", "target": target, "job_id": "vm-job-1"}),
+    )
+    .await;
+    let (event, _) = next(&mut rx).await;
+    assert_eq!(event["status"], "finished");
+    assert_eq!(event["argv"], json!(["node", "main.js"]));
+    let s = w.ok("shell::status", json!({"job_id": "vm-job-1"})).await;
+    assert_eq!(s["job"]["stdout"], "vm ran node\n");
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn sandbox_targets_are_refused_when_disabled() {
+    let w = start(|c| c.sandbox.enabled = false).await;
+    let err = w
+        .engine
+        .call(
+            "shell::exec",
+            json!({"command": "ls", "target": {"kind": "sandbox", "sandbox_id": SANDBOX}}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S210");
+    assert!(err.message.contains("sandbox.enabled"));
+    w.stop().await;
+}
