@@ -2,7 +2,7 @@
 //!
 //! Run: `cargo bench --bench exec` (add `-- quick` for fewer iterations).
 //! Each section measures ide and a bare baseline in the same run and prints
-//! the ratio; BENCHMARKS-exec.md records the results.
+//! the ratio; BENCHMARKS.md records the results.
 //!
 //! - handler overhead of `shell::exec {command: "true"}` in-process against
 //!   a bare `Command::output()` of `true` (target ≤ 1.5×);

@@ -47,7 +47,9 @@ pub trait Outbound: Send + Sync {
     ) -> Result<Value, WireError>;
     /// Invoke a bound function without waiting (trigger delivery). Must
     /// return immediately: a slow subscriber never delays the caller.
-    fn fire(&self, function_id: &str, payload: Value, metadata: Option<Value>);
+    /// The binding's metadata and namespace travel with the fire, as the
+    /// engine's own trigger types do.
+    fn fire(&self, binding: &Binding, payload: Value);
 
     /// Create a byte channel whose consumer is someone else: returns the
     /// reader's ref (handed to the caller) and our writing end.
@@ -105,6 +107,8 @@ pub struct Binding {
     pub config: Value,
     /// Caller metadata, sent back with every fire.
     pub metadata: Option<Value>,
+    /// Namespace the bound function resolves in (`None`: this worker's).
+    pub namespace: Option<String>,
 }
 
 /// The provider side of a custom trigger type.

@@ -17,7 +17,9 @@ use crate::catalog::{Binding, Catalog, ConfigSource, Outbound, Services, Trigger
 use crate::error::WireError;
 use crate::runtime::{LiveRuntime, Runtime};
 use crate::stream::{ByteSink, ByteSource, ContentRef, StreamError};
-use iii_sdk::protocol::{RegisterTriggerInput, TriggerAction, TriggerRequest};
+use iii_sdk::protocol::{
+    RegisterTriggerInput, TriggerAction, TriggerRequest, TriggerRequestWithMetadata,
+};
 use iii_sdk::runtime::{IIIConnectionState, WorkerMetadata};
 use iii_sdk::trigger::{TriggerConfig, TriggerHandler};
 use iii_sdk::{IIIClient, InitOptions, RegisterFunction, RegisterTriggerType};
@@ -216,15 +218,18 @@ impl Outbound for SdkOutbound {
         })
     }
 
-    fn fire(&self, function_id: &str, payload: Value, metadata: Option<Value>) {
-        let mut req = TriggerRequest::new(function_id, payload);
+    fn fire(&self, binding: &Binding, payload: Value) {
+        let mut req = TriggerRequest::new(binding.function_id.clone(), payload);
         req.action = Some(TriggerAction::Void);
-        let req = match metadata {
-            Some(m) => req.metadata(m),
-            None => req.into(),
-        };
+        let mut req = TriggerRequestWithMetadata::from(req);
+        if let Some(m) = &binding.metadata {
+            req = req.metadata(m.clone());
+        }
+        if let Some(ns) = &binding.namespace {
+            req = req.namespace(ns.clone());
+        }
         let iii = self.iii.clone();
-        let function_id = function_id.to_string();
+        let function_id = binding.function_id.clone();
         self.main.spawn(async move {
             if let Err(e) = iii.trigger(req).await {
                 tracing::debug!(function_id = %function_id, error = %e, "trigger delivery failed");
@@ -262,6 +267,7 @@ impl TriggerHandler for ProviderHandler {
             function_id: config.function_id,
             config: config.config,
             metadata: config.metadata,
+            namespace: config.namespace,
         };
         let task = self
             .main

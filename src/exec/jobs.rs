@@ -490,7 +490,7 @@ impl JobTable {
             return;
         };
         match serde_json::to_value(event) {
-            Ok(payload) => out.fire(&binding.function_id, payload, binding.metadata.clone()),
+            Ok(payload) => out.fire(binding, payload),
             Err(e) => tracing::error!(error = %e, "cannot encode a job-finished event"),
         }
     }

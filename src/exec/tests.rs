@@ -37,10 +37,12 @@ impl Outbound for FakeEngine {
         self.answer.lock().unwrap().clone()
     }
 
-    fn fire(&self, function_id: &str, payload: Value, metadata: Option<Value>) {
-        let _ = self
-            .fires
-            .send((function_id.to_string(), payload, metadata));
+    fn fire(&self, binding: &Binding, payload: Value) {
+        let _ = self.fires.send((
+            binding.function_id.clone(),
+            payload,
+            binding.metadata.clone(),
+        ));
     }
 }
 
@@ -112,6 +114,7 @@ impl World {
                     function_id: format!("fn::{binding}"),
                     config,
                     metadata,
+                    namespace: None,
                 },
             )
             .await
@@ -869,6 +872,7 @@ async fn binding_configs_are_checked() {
         function_id: "f".into(),
         config: json!({"jobid": "a"}),
         metadata: None,
+        namespace: None,
     };
     let e = provider.register(&w.services, bad).await.unwrap_err();
     assert_eq!(e.to_wire(crate::error::Surface::Shell).code, "S210");

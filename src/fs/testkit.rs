@@ -2,7 +2,7 @@
 //! a directory outside it, a fake engine (in-memory channels and canned
 //! `sandbox::fs::*` answers) and the redaction check every function runs.
 
-use crate::catalog::{Catalog, Outbound, Services};
+use crate::catalog::{Binding, Catalog, Outbound, Services};
 use crate::config::Config;
 use crate::error::WireError;
 use crate::runtime::{LiveRuntime, Runtime};
@@ -50,7 +50,7 @@ impl Outbound for FakeEngine {
             })
     }
 
-    fn fire(&self, _function_id: &str, _payload: Value, _metadata: Option<Value>) {}
+    fn fire(&self, _binding: &Binding, _payload: Value) {}
 
     async fn create_outgoing_stream(&self) -> Result<(ContentRef, Box<dyn ByteSink>), StreamError> {
         let (w, r) = self.pipes.create(4);
