@@ -343,6 +343,46 @@ mod tests {
         assert_eq!(j.read("e/x"), b"x");
     }
 
+    /// Roots on two filesystems (the temp dir and a tmpfs), when the machine
+    /// has both: files move by copy-then-delete, directories are refused.
+    #[tokio::test]
+    async fn cross_filesystem_moves_copy_files_and_refuse_directories() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let Ok(other) = tempfile::TempDir::new_in("/dev/shm") else {
+            return;
+        };
+        let other_root = other.path().canonicalize().unwrap();
+        let j = Jail::with(|c| c.fs.host_roots.push(other_root.clone()));
+        let dev = |p: &std::path::Path| std::fs::metadata(p).unwrap().dev();
+        if dev(&j.root) == dev(&other_root) {
+            return;
+        }
+        let src = j.write("f.txt", "payload");
+        std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let to = other_root.join("moved/f.txt");
+        let v = j
+            .call(ID, json!({"files": [{"from": "f.txt", "to": to}]}))
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["moved"], true, "{v}");
+        assert!(!j.exists("f.txt"));
+        assert_eq!(std::fs::read(&to).unwrap(), b"payload");
+        assert_eq!(
+            std::fs::metadata(&to).unwrap().permissions().mode() & 0o777,
+            0o640
+        );
+        j.write("d/x", "x");
+        let v = j
+            .call(
+                ID,
+                json!({"files": [{"from": "d", "to": other_root.join("d")}]}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["error"]["code"], "C210");
+        assert!(j.exists("d/x"));
+    }
+
     #[tokio::test]
     async fn denied_path_reads_exactly_like_a_missing_one() {
         let j = Jail::new();
