@@ -325,6 +325,7 @@ impl Catalog {
     pub fn standard() -> Catalog {
         let defs = vec![
             crate::coder::info::def(),
+            crate::coder::search::def(),
             crate::control::config_status::def(),
             crate::control::on_config_change::def(),
         ];

@@ -4,3 +4,4 @@
 //! nothing here canonicalizes or checks globs by itself.
 
 pub mod info;
+pub mod search;
