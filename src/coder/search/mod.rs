@@ -289,13 +289,12 @@ fn run(rt: &Arc<Runtime>, req: SearchInput) -> crate::error::Result<SearchOutput
         ),
         None => scan::Scanned::default(),
     };
-    let stop_reason = if paths_cut == Some(StopReason::Budget)
-        || scanned.cut == Some(StopReason::Budget)
-    {
-        Some(StopReason::Budget)
-    } else {
-        paths_cut.or(scanned.cut)
-    };
+    let stop_reason =
+        if paths_cut == Some(StopReason::Budget) || scanned.cut == Some(StopReason::Budget) {
+            Some(StopReason::Budget)
+        } else {
+            paths_cut.or(scanned.cut)
+        };
     Ok(SearchOutput {
         content_matches: scanned.matches,
         path_matches,

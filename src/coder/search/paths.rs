@@ -111,11 +111,7 @@ impl<'q> PathScorer<'q> {
         match self.query {
             PathQuery::All { .. } => Some(0),
             PathQuery::Pattern { re, full_path } => {
-                let subject = if *full_path {
-                    rel.as_os_str()
-                } else {
-                    name
-                };
+                let subject = if *full_path { rel.as_os_str() } else { name };
                 re.is_match(subject.as_bytes()).then_some(0)
             }
             PathQuery::Fuzzy(pattern) => {

@@ -13,9 +13,7 @@ use super::{ContentMatch, StopReason};
 use crate::error::Failure;
 use grep_matcher::{LineTerminator, Matcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use grep_searcher::{
-    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch,
-};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -187,7 +185,12 @@ struct Limits {
 
 /// Search one file. Opened without following a symlink at its last
 /// component (the walk saw a regular file; a swap since then is refused).
-fn search_file(searcher: &mut Searcher, q: &ContentQuery, path: &Path, limits: &Limits) -> FileHits {
+fn search_file(
+    searcher: &mut Searcher,
+    q: &ContentQuery,
+    path: &Path,
+    limits: &Limits,
+) -> FileHits {
     let Ok(file) = File::options()
         .read(true)
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)

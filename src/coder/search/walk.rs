@@ -3,9 +3,9 @@
 //! the files whose content phase two scans. Reads directories only, never
 //! file contents, and never follows a symlink.
 
+use super::PathMatchKind;
 use super::Plan;
 use super::paths::{PathHit, PathScorer};
-use super::PathMatchKind;
 use crate::error::Surface;
 use crate::policy::Tail;
 use crate::runtime::Runtime;
@@ -185,7 +185,12 @@ impl Visitor<'_> {
         let resolved = self
             .rt
             .policy
-            .resolve_existing(raw, Surface::Coder, Tail::Follow, self.plan.scope.as_deref())
+            .resolve_existing(
+                raw,
+                Surface::Coder,
+                Tail::Follow,
+                self.plan.scope.as_deref(),
+            )
             .ok()?;
         let md = std::fs::metadata(&resolved.path).ok()?;
         if md.is_dir() {
