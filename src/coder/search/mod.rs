@@ -58,16 +58,20 @@
 //!   content was searched to produce the answer (binary and oversized files
 //!   excluded; 0 for a path-only search).
 //!
-//! **Deterministic answers.** The walk and the content scan are parallel, yet
-//! the same tree and request always give the same answer: content matches in
-//! path order (component-wise, then by line), path matches in path order (or
-//! by rank with `fuzzy_paths`). Phase one walks the tree in parallel (the
-//! `ignore` crate) and collects candidates; phase two scans the candidate
-//! files in sorted order on worker threads and stops only when the completed
-//! PREFIX of that order already holds more matches, or more bytes, than the
-//! answer can carry — so no file that could still contribute is ever
-//! skipped, and early stopping never changes the result. `files_scanned`
-//! counts that prefix, so it is deterministic too.
+//! **Deterministic answers.** The content scan is parallel, yet the same
+//! tree and request always give the same answer: content matches in path
+//! order (component-wise, then by line), path matches in path order (or by
+//! rank with `fuzzy_paths`, ties in path order). The walk is depth-first
+//! with each directory's entries sorted by name (the `ignore` crate's walker,
+//! which also applies gitignore and hidden rules), so it yields entries
+//! already in path order; worker threads scan the files it hands over while
+//! it goes on. The scan stops early only when the completed PREFIX of that
+//! order already holds more matches, or more bytes, than the answer can
+//! carry — no file that could still contribute is ever skipped, so early
+//! stopping never changes the result. `files_scanned` counts that prefix up
+//! to the cut, so it is deterministic too. (A parallel walk was tried first:
+//! sorting its output before scanning left cores idle and cost about a
+//! third of the time against ripgrep; see BENCHMARKS-search.md.)
 //!
 //! Everything blocking runs off the async runtime (`spawn_blocking`, the
 //! walker's threads, scoped scan threads). This module never canonicalizes
@@ -252,14 +256,9 @@ pub async fn search(ctx: &Ctx, req: SearchInput) -> crate::error::Result<SearchO
 pub(crate) struct Plan {
     /// The resolved folder (or file) to walk.
     pub root: PathBuf,
-    /// The directory root-relative globs are matched against.
-    pub anchor: PathBuf,
     pub scope: Option<PathBuf>,
-    pub include: GlobSet,
-    pub exclude: GlobSet,
-    /// Directories whose whole subtree an exclude glob covers (`x/**`).
-    pub exclude_subtree: GlobSet,
-    pub use_default_excludes: bool,
+    /// What prunes or hides entries (shared with the walker's filter).
+    pub filters: Arc<Filters>,
     pub include_hidden: bool,
     pub respect_gitignore: bool,
     pub content: Option<scan::ContentQuery>,
@@ -269,26 +268,41 @@ pub(crate) struct Plan {
     pub max_read_bytes: u64,
 }
 
+/// The glob side of a plan.
+pub(crate) struct Filters {
+    /// The directory root-relative globs are matched against.
+    pub anchor: PathBuf,
+    pub include: GlobSet,
+    pub exclude: GlobSet,
+    /// Directories whose whole subtree an exclude glob covers (`x/**`).
+    pub exclude_subtree: GlobSet,
+    pub use_default_excludes: bool,
+}
+
 fn run(rt: &Arc<Runtime>, req: SearchInput) -> crate::error::Result<SearchOutput> {
+    let started = std::time::Instant::now();
     let plan = plan(rt, &req)?;
-    let walked = walk::walk(rt, &plan);
-    let (path_matches, path_bytes, paths_cut) = paths::finish(
-        walked.path_hits,
-        plan.paths.as_ref(),
-        plan.max_matches,
-        plan.budget,
-    );
-    let content_budget = plan.budget.saturating_sub(path_bytes);
-    let scanned = match &plan.content {
-        Some(q) => scan::scan(
-            walked.files,
+    let (scanned, hits) = match &plan.content {
+        Some(q) => scan::scan_while(
             q,
             plan.max_matches,
-            content_budget,
+            // Path matches are budgeted first; content gets what they leave,
+            // which is unknown until the walk ends. The whole budget bounds
+            // early stopping; the final cut below uses the true remainder.
+            plan.budget,
             plan.max_read_bytes,
+            |on_file| walk::walk(rt, &plan, on_file),
         ),
-        None => scan::Scanned::default(),
+        None => (scan::Collected::default(), walk::walk(rt, &plan, |_| true)),
     };
+    let (path_matches, path_bytes, paths_cut) =
+        paths::finish(hits, plan.paths.as_ref(), plan.max_matches, plan.budget);
+    let scanned = scanned.assemble(plan.max_matches, plan.budget.saturating_sub(path_bytes));
+    tracing::debug!(
+        total_ms = started.elapsed().as_secs_f64() * 1e3,
+        files_scanned = scanned.files_scanned,
+        "coder::search finished"
+    );
     let stop_reason =
         if paths_cut == Some(StopReason::Budget) || scanned.cut == Some(StopReason::Budget) {
             Some(StopReason::Budget)
@@ -396,12 +410,14 @@ fn plan(rt: &Runtime, req: &SearchInput) -> crate::error::Result<Plan> {
     let use_default_excludes = req.use_default_excludes && !policy.is_excluded(&resolved.path);
     Ok(Plan {
         root: resolved.path,
-        anchor,
         scope,
-        include,
-        exclude,
-        exclude_subtree,
-        use_default_excludes,
+        filters: Arc::new(Filters {
+            anchor,
+            include,
+            exclude,
+            exclude_subtree,
+            use_default_excludes,
+        }),
         include_hidden: req.include_hidden,
         respect_gitignore: req.respect_gitignore,
         content,

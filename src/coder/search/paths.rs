@@ -62,7 +62,7 @@ impl PathQuery {
         })
     }
 
-    fn fuzzy(&self) -> bool {
+    pub fn fuzzy(&self) -> bool {
         matches!(self, PathQuery::Fuzzy(_) | PathQuery::All { fuzzy: true })
     }
 }
@@ -123,7 +123,7 @@ impl<'q> PathScorer<'q> {
     }
 }
 
-/// Order the hits, apply `max_matches` and the byte budget. Returns the
+/// Rank the hits (fuzzy), apply `max_matches` and the byte budget. Returns the
 /// matches, the budget bytes they used, and why the list was cut (if it was).
 pub(crate) fn finish(
     mut hits: Vec<PathHit>,
@@ -131,17 +131,10 @@ pub(crate) fn finish(
     max_matches: usize,
     budget: usize,
 ) -> (Vec<PathMatch>, usize, Option<StopReason>) {
+    // Hits arrive in path order from the walk; the fuzzy ranking is a
+    // stable sort, so equal ranks keep path order.
     if query.is_some_and(PathQuery::fuzzy) {
-        hits.sort_by(|a, b| {
-            (Reverse(a.score), a.depth, a.path.as_os_str().len(), &a.path).cmp(&(
-                Reverse(b.score),
-                b.depth,
-                b.path.as_os_str().len(),
-                &b.path,
-            ))
-        });
-    } else {
-        hits.sort_by(|a, b| a.path.cmp(&b.path));
+        hits.sort_by_key(|h| (Reverse(h.score), h.depth, h.path.as_os_str().len()));
     }
     let mut out = Vec::new();
     let mut bytes = 0usize;

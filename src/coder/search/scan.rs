@@ -1,10 +1,11 @@
-//! Phase two: the content scan, ripgrep's own searcher over the walk's files.
+//! The content scan: ripgrep's own searcher over the files the walk hands
+//! over, on worker threads, while the walk goes on.
 //!
-//! Files are scanned in path order by worker threads pulling the next index.
-//! A file's matches land in its slot; after each file a worker advances the
-//! completed prefix (the longest run of finished slots from the start). Once
-//! that prefix alone holds more matches than `max_matches` or more payload
-//! than the budget, nothing after it can appear in the answer, so the workers
+//! The walk delivers files in path order and numbers them. A file's matches
+//! land in its slot; after each file a worker advances the completed prefix
+//! (the longest run of finished slots from the start). Once that prefix alone
+//! holds more matches than `max_matches` or more payload than the budget,
+//! nothing after it can appear in the answer, so the walk and the workers
 //! stop. The answer is then cut from the prefix in order — the same answer a
 //! sequential scan would give, whatever the thread timing.
 
@@ -17,8 +18,8 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContex
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, mpsc};
 
 /// The compiled content side of a search.
 pub(crate) struct ContentQuery {
@@ -84,51 +85,57 @@ struct FileHits {
     searched: bool,
 }
 
-/// Progress of the completed prefix.
-struct Prefix {
+/// Results so far and the progress of the completed prefix.
+#[derive(Default)]
+struct Progress {
+    /// Slot `i` holds file `i`'s findings once it is scanned.
+    slots: Vec<Option<FileHits>>,
+    /// Length of the completed prefix.
     done: usize,
     count: usize,
     bytes: usize,
 }
 
-/// Scan `files` for `q`, keeping at most `max_matches` matches and `budget`
-/// payload bytes. Files larger than `max_read_bytes` (0 = no limit) are
-/// skipped.
-pub(crate) fn scan(
-    mut files: Vec<PathBuf>,
+/// Scan the files `walk` produces for `q`, until the completed prefix holds
+/// more than `max_matches` matches or `budget` payload bytes; files larger than `max_read_bytes`
+/// (0 = no limit) are skipped. `walk` runs on the calling thread and hands
+/// each file, in path order, to the callback it is given; the callback
+/// returns false once nothing more can enter the answer.
+pub(crate) fn scan_while<R>(
     q: &ContentQuery,
     max_matches: usize,
     budget: usize,
     max_read_bytes: u64,
-) -> Scanned {
-    files.sort();
-    let n = files.len();
-    let slots: Vec<OnceLock<FileHits>> = (0..n).map(|_| OnceLock::new()).collect();
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let prefix = Mutex::new(Prefix {
-        done: 0,
-        count: 0,
-        bytes: 0,
-    });
+    walk: impl FnOnce(&mut dyn FnMut(PathBuf) -> bool) -> R,
+) -> (Collected, R) {
     let limits = Limits {
         max_matches,
         budget,
         max_read_bytes,
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(n);
+    let stop = AtomicBool::new(false);
+    let progress = Mutex::new(Progress::default());
+    let (tx, rx) = mpsc::channel::<(usize, PathBuf)>();
+    let queue = Mutex::new(rx);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let worker = || {
         let mut searcher = q.searcher();
-        while !stop.load(Ordering::Relaxed) {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(path) = files.get(i) else {
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
+            let Ok((i, path)) = next else {
                 break;
             };
-            let _ = slots[i].set(search_file(&mut searcher, q, path, &limits));
-            let mut p = prefix.lock().unwrap_or_else(|e| e.into_inner());
-            while let Some(hits) = slots.get(p.done).and_then(OnceLock::get) {
+            let hits = search_file(&mut searcher, q, &path, &limits);
+            let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+            if p.slots.len() <= i {
+                p.slots.resize_with(i + 1, || None);
+            }
+            p.slots[i] = Some(hits);
+            let p = &mut *p;
+            while let Some(Some(hits)) = p.slots.get(p.done) {
                 p.count += hits.matches.len();
                 p.bytes += hits.matches.iter().map(|(_, c)| c).sum::<usize>();
                 p.done += 1;
@@ -139,25 +146,52 @@ pub(crate) fn scan(
             }
         }
     };
-    if threads <= 1 {
-        worker();
-    } else {
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(worker);
+    let walked = std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(worker);
+        }
+        let mut next = 0usize;
+        let walked = walk(&mut |path| {
+            if stop.load(Ordering::Relaxed) {
+                return false;
             }
+            let sent = tx.send((next, path)).is_ok();
+            next += 1;
+            sent
         });
-    }
-    assemble(slots, max_matches, budget)
+        // Closing the queue lets the workers finish what is left and exit.
+        drop(tx);
+        walked
+    });
+    let slots = progress
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .slots;
+    (Collected { slots }, walked)
 }
 
-/// Cut the answer from the completed prefix, in path then line order.
-fn assemble(slots: Vec<OnceLock<FileHits>>, max_matches: usize, budget: usize) -> Scanned {
+/// Every file's findings, in path order, as far as the scan went.
+#[derive(Default)]
+pub(crate) struct Collected {
+    slots: Vec<Option<FileHits>>,
+}
+
+impl Collected {
+    /// Cut the answer from the completed prefix, in path then line order,
+    /// with at most `max_matches` matches and `budget` payload bytes (at most
+    /// the limits the scan ran with).
+    pub fn assemble(self, max_matches: usize, budget: usize) -> Scanned {
+        assemble(self.slots, max_matches, budget)
+    }
+}
+
+fn assemble(slots: Vec<Option<FileHits>>, max_matches: usize, budget: usize) -> Scanned {
     let mut out = Scanned::default();
     let mut bytes = 0usize;
     // Slots past the completed prefix exist only when the prefix already
-    // overflowed, so the cut always happens before the first empty slot.
-    'files: for hits in slots.into_iter().map_while(OnceLock::into_inner) {
+    // overflowed the scan's limits, which are at least these, so the cut
+    // always happens before the first empty slot.
+    'files: for hits in slots.into_iter().map_while(|s| s) {
         if hits.searched {
             out.files_scanned += 1;
         }

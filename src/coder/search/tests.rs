@@ -504,6 +504,29 @@ async fn max_matches_cuts_in_path_order_and_says_why() {
 }
 
 #[tokio::test]
+async fn path_matches_are_complete_when_the_content_scan_stops_early() {
+    let files: Vec<(String, String)> = (0..200)
+        .map(|i| (format!("a{i:03}.txt"), "zebra\n".to_string()))
+        .chain([("z/zebra.txt".to_string(), "none\n".to_string())])
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let t = tree(&refs);
+    for _ in 0..3 {
+        let out = t.ok(json!({"query": "zebra", "max_matches": 3})).await;
+        assert_eq!(
+            t.hits(&out),
+            ["a000.txt:1:1", "a001.txt:1:1", "a002.txt:1:1"]
+        );
+        assert_eq!(t.paths(&out), ["z/zebra.txt"]);
+        assert_eq!(out["stop_reason"], "max_matches");
+        assert_eq!(out["files_scanned"], 4);
+    }
+}
+
+#[tokio::test]
 async fn the_config_supplies_the_default_match_cap() {
     let t = tree_with(&[("a.txt", "hit\nhit\nhit\n")], |cfg, _| {
         cfg.code.search_default_max_matches = 2;
