@@ -92,8 +92,9 @@ use crate::runtime::Runtime;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 /// Most context lines per side; larger requests are refused (C210).
 pub const MAX_CONTEXT_LINES: u32 = 10;
@@ -247,9 +248,26 @@ pub fn def() -> FunctionDef {
 /// Run one search against the call's snapshot, off the async runtime.
 pub async fn search(ctx: &Ctx, req: SearchInput) -> crate::error::Result<SearchOutput> {
     let runtime = ctx.runtime.clone();
-    tokio::task::spawn_blocking(move || run(&runtime, req))
+    // A caller that stops waiting (engine timeout, dropped call) cancels the
+    // walk and the scan instead of leaving them to run to the end.
+    let cancel = Arc::new(AtomicBool::new(false));
+    let _guard = CancelOnDrop(cancel.clone());
+    tokio::task::spawn_blocking(move || run(&runtime, req, cancel))
         .await
-        .map_err(|e| Failure::io(format!("coder::search worker failed: {e}")))?
+        .map_err(|e| {
+            Failure::io(format!(
+                "coder::search worker failed: {e}; retry the call, with include_globs or a \
+                 narrower path if it keeps failing"
+            ))
+        })?
+}
+
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, AtomicOrdering::Relaxed);
+    }
 }
 
 /// Everything a search needs, validated and compiled once.
@@ -266,6 +284,14 @@ pub(crate) struct Plan {
     pub max_matches: usize,
     pub budget: usize,
     pub max_read_bytes: u64,
+    /// Set when the caller went away: the walk and the scan stop.
+    pub cancel: Arc<AtomicBool>,
+}
+
+impl Plan {
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(AtomicOrdering::Relaxed)
+    }
 }
 
 /// The glob side of a plan.
@@ -277,14 +303,22 @@ pub(crate) struct Filters {
     /// Directories whose whole subtree an exclude glob covers (`x/**`).
     pub exclude_subtree: GlobSet,
     pub use_default_excludes: bool,
+    /// The walk starts at `/` (unjailed): `/proc`, `/sys` and `/dev` are
+    /// left out, since reading their files can block or never end.
+    pub from_fs_root: bool,
 }
 
-fn run(rt: &Arc<Runtime>, req: SearchInput) -> crate::error::Result<SearchOutput> {
+fn run(
+    rt: &Arc<Runtime>,
+    req: SearchInput,
+    cancel: Arc<AtomicBool>,
+) -> crate::error::Result<SearchOutput> {
     let started = std::time::Instant::now();
-    let plan = plan(rt, &req)?;
+    let plan = plan(rt, &req, cancel)?;
     let (scanned, hits) = match &plan.content {
         Some(q) => scan::scan_while(
             q,
+            &plan.cancel,
             plan.max_matches,
             // Path matches are budgeted first; content gets what they leave,
             // which is unknown until the walk ends. The whole budget bounds
@@ -319,7 +353,7 @@ fn run(rt: &Arc<Runtime>, req: SearchInput) -> crate::error::Result<SearchOutput
 }
 
 /// Validate the request and compile it against the snapshot.
-fn plan(rt: &Runtime, req: &SearchInput) -> crate::error::Result<Plan> {
+fn plan(rt: &Runtime, req: &SearchInput, cancel: Arc<AtomicBool>) -> crate::error::Result<Plan> {
     let code = &rt.config.code;
     if !req.search_content && !req.search_paths {
         return Err(Failure::bad_input(
@@ -408,6 +442,7 @@ fn plan(rt: &Runtime, req: &SearchInput) -> crate::error::Result<Plan> {
     // A folder the caller explicitly asked for is searched even when it sits
     // inside a noise directory (e.g. `path: "node_modules/react"`).
     let use_default_excludes = req.use_default_excludes && !policy.is_excluded(&resolved.path);
+    let from_fs_root = resolved.path == Path::new("/");
     Ok(Plan {
         root: resolved.path,
         scope,
@@ -417,6 +452,7 @@ fn plan(rt: &Runtime, req: &SearchInput) -> crate::error::Result<Plan> {
             exclude,
             exclude_subtree,
             use_default_excludes,
+            from_fs_root,
         }),
         include_hidden: req.include_hidden,
         respect_gitignore: req.respect_gitignore,
@@ -425,6 +461,7 @@ fn plan(rt: &Runtime, req: &SearchInput) -> crate::error::Result<Plan> {
         max_matches: req.max_matches.unwrap_or(code.search_default_max_matches) as usize,
         budget: usize::try_from(code.search_response_budget_bytes).unwrap_or(usize::MAX),
         max_read_bytes: rt.config.fs.max_read_bytes,
+        cancel,
     })
 }
 

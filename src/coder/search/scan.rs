@@ -103,6 +103,7 @@ struct Progress {
 /// returns false once nothing more can enter the answer.
 pub(crate) fn scan_while<R>(
     q: &ContentQuery,
+    cancel: &AtomicBool,
     max_matches: usize,
     budget: usize,
     max_read_bytes: u64,
@@ -121,7 +122,7 @@ pub(crate) fn scan_while<R>(
     let worker = || {
         let mut searcher = q.searcher();
         loop {
-            if stop.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) || cancel.load(Ordering::Relaxed) {
                 break;
             }
             let next = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();

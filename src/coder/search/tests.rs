@@ -918,3 +918,32 @@ const CONTRACT_RESPONSE_DEFINITIONS: &str = r##"{
   },
   "PathMatchKind": {"enum": ["file", "dir"], "type": "string"}
 }"##;
+
+#[test]
+fn a_cancelled_search_stops_walking_and_scanning() {
+    let t = tree(&[("a.txt", "hit\n"), ("b.txt", "hit\n")]);
+    let rt = t.services.live.snapshot();
+    let req: super::SearchInput = serde_json::from_value(json!({"query": "hit"})).unwrap();
+    let cancel = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let out = super::run(&rt, req, cancel).unwrap();
+    assert!(out.content_matches.is_empty());
+    assert!(out.path_matches.is_empty());
+    assert_eq!(out.files_scanned, 0);
+}
+
+#[tokio::test]
+async fn a_search_from_the_filesystem_root_leaves_out_proc() {
+    let services = Services::standalone(Runtime::build(Config::zero_config()).unwrap());
+    // everything at the top but `/proc` (and other `pr…` names) is excluded,
+    // so this walks nothing unless it walks `/proc`
+    let out = Catalog::standard()
+        .call(
+            &services,
+            "coder::search",
+            json!({"query": "cpuinfo", "path": "/", "search_content": false,
+                   "exclude_globs": ["[!p]*", "p[!r]*"]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out["path_matches"], json!([]));
+}

@@ -67,7 +67,7 @@ pub(crate) fn walk(
     let mut hits = Vec::new();
     let mut content_open = plan.content.is_some();
     for entry in b.build() {
-        if !content_open && (scorer.is_none() || hits.len() >= hit_cap) {
+        if plan.cancelled() || (!content_open && (scorer.is_none() || hits.len() >= hit_cap)) {
             break;
         }
         // An unreadable directory or a vanished entry is simply not there.
@@ -112,6 +112,14 @@ fn prunes(rt: &Runtime, f: &Filters, entry: &DirEntry) -> bool {
         return false;
     }
     let path = entry.path();
+    if f.from_fs_root
+        && entry.depth() == 1
+        && ["/proc", "/sys", "/dev"]
+            .iter()
+            .any(|p| path == Path::new(p))
+    {
+        return true;
+    }
     if f.use_default_excludes && rt.policy.is_excluded(path) {
         return true;
     }
