@@ -27,8 +27,8 @@
 //!   match by name; content search never reads them. `fuzzy_paths` ranks
 //!   paths quick-open style (nucleo's path scoring against the path relative
 //!   to the searched folder; smart case unless `ignore_case`), best first,
-//!   ties shallow and short first; an empty query lists every path (with
-//!   `fuzzy_paths`, shallow and short first).
+//!   ties shallow and short first; an empty query lists every path (in path
+//!   order; with `fuzzy_paths`, shallow and short first).
 //! - **Filters.** `include_globs`/`exclude_globs` use globset syntax and match
 //!   the path relative to the ROOT: the allowed root containing the searched
 //!   folder, or `base_dir` when given (what `coder::info` calls the anchor of
@@ -73,8 +73,10 @@
 //! sorting its output before scanning left cores idle and cost about a
 //! third of the time against ripgrep; see BENCHMARKS-search.md.)
 //!
-//! Everything blocking runs off the async runtime (`spawn_blocking`, the
-//! walker's threads, scoped scan threads). This module never canonicalizes
+//! Everything blocking runs off the async runtime: the walk on a
+//! `spawn_blocking` thread, the scan on scoped worker threads. A caller that
+//! stops waiting (engine timeout) cancels both. A walk from `/` (unjailed)
+//! leaves `/proc`, `/sys` and `/dev` out. This module never canonicalizes
 //! or matches policy globs itself: the root goes through
 //! `Policy::resolve_existing`, every entry through `Policy::is_protected` /
 //! `Policy::is_excluded`, symlink targets through `Policy::resolve`.

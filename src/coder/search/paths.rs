@@ -55,7 +55,7 @@ impl PathQuery {
         let re = regex::bytes::RegexBuilder::new(&source)
             .case_insensitive(ignore_case)
             .build()
-            .map_err(|e| bad_regex(query, &e.to_string()))?;
+            .map_err(|e| bad_query(query, regex, &e.to_string()))?;
         Ok(PathQuery::Pattern {
             re,
             full_path: query.contains('/'),
@@ -67,13 +67,21 @@ impl PathQuery {
     }
 }
 
-/// The C210 for a pattern the regex engine refuses.
-pub(crate) fn bad_regex(query: &str, err: &str) -> Failure {
-    Failure::bad_input(format!(
-        "query {query:?} is not a valid regex: {err}. Fix the pattern (Rust regex syntax; \
-         coder::search matches within one line, so a pattern cannot require a newline), or pass \
-         regex: false to search for the literal text"
-    ))
+/// The C210 for a query the matcher refuses.
+pub(crate) fn bad_query(query: &str, regex: bool, err: &str) -> Failure {
+    if regex {
+        Failure::bad_input(format!(
+            "query {query:?} is not a valid regex: {err}. Fix the pattern (Rust regex syntax; \
+             coder::search matches within one line, so a pattern cannot require a newline), or \
+             pass regex: false to search for the literal text"
+        ))
+    } else {
+        Failure::bad_input(format!(
+            "query {query:?} cannot be searched: {err}. coder::search matches within one line: \
+             search for a single line of the text (no newline or NUL byte), e.g. its most \
+             distinctive line"
+        ))
+    }
 }
 
 /// A path result before ordering and budgeting.

@@ -9,7 +9,7 @@
 //! stop. The answer is then cut from the prefix in order — the same answer a
 //! sequential scan would give, whatever the thread timing.
 
-use super::paths::bad_regex;
+use super::paths::bad_query;
 use super::{ContentMatch, StopReason};
 use crate::error::Failure;
 use grep_matcher::{LineTerminator, Matcher};
@@ -47,7 +47,7 @@ impl ContentQuery {
             // pattern could never match: refuse it up front.
             .ban_byte(Some(0))
             .build(query)
-            .map_err(|e| bad_regex(query, &e.to_string()))?;
+            .map_err(|e| bad_query(query, regex, &e.to_string()))?;
         Ok(ContentQuery {
             matcher,
             max_line_bytes,
@@ -97,10 +97,11 @@ struct Progress {
 }
 
 /// Scan the files `walk` produces for `q`, until the completed prefix holds
-/// more than `max_matches` matches or `budget` payload bytes; files larger than `max_read_bytes`
-/// (0 = no limit) are skipped. `walk` runs on the calling thread and hands
-/// each file, in path order, to the callback it is given; the callback
-/// returns false once nothing more can enter the answer.
+/// more than `max_matches` matches or `budget` payload bytes (or `cancel` is
+/// set); files larger than `max_read_bytes` (0 = no limit) are skipped.
+/// `walk` runs on the calling thread and hands each file, in path order, to
+/// the callback it is given; the callback returns false once nothing more
+/// can enter the answer.
 pub(crate) fn scan_while<R>(
     q: &ContentQuery,
     cancel: &AtomicBool,

@@ -152,6 +152,11 @@ async fn a_bad_regex_is_c210_naming_the_literal_recovery() {
         .await
         .unwrap_err();
     assert_eq!(err.code, "C210");
+    // a literal cannot span lines either, and the message says so
+    let err = t.call(json!({"query": "a\nb"})).await.unwrap_err();
+    assert_eq!(err.code, "C210");
+    assert!(err.message.contains("single line"), "{}", err.message);
+    assert!(!err.message.contains("regex: false"), "{}", err.message);
     // a path-only search validates its regex too
     let err = t
         .call(json!({"query": "[", "regex": true, "search_content": false}))
