@@ -359,6 +359,7 @@ impl Catalog {
             crate::coder::update_file::def(),
             crate::coder::delete_file::def(),
             crate::coder::move_file::def(),
+            crate::coder::search::def(),
             crate::control::config_status::def(),
             crate::control::on_config_change::def(),
             crate::exec::foreground::def(),

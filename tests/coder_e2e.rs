@@ -72,6 +72,17 @@ async fn every_coder_function_round_trips_through_the_engine() {
     assert_eq!(names, [".env", "src"]);
     assert_eq!(list["entries"][0]["non_accessible"], true);
 
+    let found = e
+        .call("coder::search", json!({"query": "fn one", "path": "."}))
+        .await
+        .unwrap();
+    let hits = found.to_string();
+    assert!(hits.contains("lib.rs"), "{hits}");
+    assert!(
+        !hits.contains("SECRET"),
+        "protected files never appear: {hits}"
+    );
+
     let tree = e.call("coder::tree", json!({})).await.unwrap();
     assert_eq!(tree["path"], s.root.display().to_string());
 

@@ -12,6 +12,7 @@ pub mod lines;
 pub mod list_folder;
 pub mod move_file;
 pub mod read_file;
+pub mod search;
 pub mod tree;
 pub mod update_file;
 

@@ -360,6 +360,20 @@ impl Policy {
             .any(|s| self.non_accessible.is_match(s))
     }
 
+    /// The directory a call's root-relative globs (`include_globs`,
+    /// `exclude_globs`) are matched against for a path resolved by this
+    /// policy: the per-call scope (`base_dir`) when given, else the allowed
+    /// root containing the path, else `/` (an unjailed path outside every
+    /// anchor, matched like the protected globs: absolute without the
+    /// leading `/`). Every path under `resolved.path` starts with it.
+    pub fn glob_anchor(&self, resolved: &Resolved, scope: Option<&Path>) -> PathBuf {
+        match (scope, &resolved.root) {
+            (Some(scope), _) if resolved.path.starts_with(scope) => scope.to_path_buf(),
+            (_, Some(root)) => root.clone(),
+            _ => PathBuf::from("/"),
+        }
+    }
+
     /// Whether a path is hidden by `default_exclude_globs` (noise, not access).
     pub fn is_excluded(&self, p: &Path) -> bool {
         self.glob_subjects(p)

@@ -338,3 +338,24 @@ fn empty_and_nul_paths_are_bad_input() {
     assert_eq!(code(follow(&p, "", Surface::Shell)), Some(210));
     assert_eq!(code(follow(&p, "a\0b", Surface::Shell)), Some(210));
 }
+
+#[test]
+fn glob_anchor_is_the_scope_else_the_containing_root() {
+    let f = fixture();
+    let p = jailed(&f);
+    let r = follow(&p, "src/lib.rs", Surface::Coder).unwrap();
+    assert_eq!(p.glob_anchor(&r, None), f.root);
+    let scope = p.resolve_scope("src", Surface::Coder).unwrap();
+    let scoped = p
+        .resolve("lib.rs", Surface::Coder, Tail::Follow, Some(&scope))
+        .unwrap();
+    assert_eq!(p.glob_anchor(&scoped, Some(&scope)), f.root.join("src"));
+    let second = f.second.join("x");
+    let r2 = follow(&p, second.to_str().unwrap(), Surface::Coder).unwrap();
+    assert_eq!(p.glob_anchor(&r2, None), f.second);
+    // unjailed, outside every anchor: absolute, matched from `/`
+    let open = unjailed(&f);
+    let r3 = follow(&open, "/usr", Surface::Coder).unwrap();
+    assert_eq!(r3.root, None);
+    assert_eq!(open.glob_anchor(&r3, None), PathBuf::from("/"));
+}
