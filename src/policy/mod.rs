@@ -65,6 +65,10 @@ pub struct Policy {
     denylist: Vec<PathBuf>,
     non_accessible: GlobSet,
     default_exclude: GlobSet,
+    /// The `…/**` default excludes with the `/**` dropped: they name
+    /// directories whose whole content is noise, so the directory itself
+    /// is pruned (`**/node_modules/**` → `**/node_modules`).
+    default_exclude_dirs: GlobSet,
     allow_special_bits: bool,
 }
 
@@ -153,6 +157,15 @@ impl Policy {
             default_exclude: compile_globs(
                 "code.default_exclude_globs",
                 &cfg.code.default_exclude_globs,
+            )?,
+            default_exclude_dirs: compile_globs(
+                "code.default_exclude_globs",
+                &cfg.code
+                    .default_exclude_globs
+                    .iter()
+                    .filter_map(|g| g.strip_suffix("/**").map(str::to_string))
+                    .filter(|g| !g.is_empty())
+                    .collect::<Vec<_>>(),
             )?,
             allow_special_bits: fs.allow_special_bits,
         })
@@ -378,7 +391,7 @@ impl Policy {
     pub fn is_excluded(&self, p: &Path) -> bool {
         self.glob_subjects(p)
             .iter()
-            .any(|s| self.default_exclude.is_match(s) || self.default_exclude.is_match(s.join("x")))
+            .any(|s| self.default_exclude.is_match(s) || self.default_exclude_dirs.is_match(s))
     }
 
     /// Refuse setuid/setgid/sticky bits unless `fs.allow_special_bits`.

@@ -253,6 +253,20 @@ fn default_excludes_hide_but_do_not_protect() {
 }
 
 #[test]
+fn a_file_glob_in_default_excludes_does_not_hide_directories() {
+    let f = fixture();
+    let mut cfg = Config::zero_config();
+    cfg.fs.allow_unjailed = false;
+    cfg.fs.host_roots = vec![f.root.clone()];
+    cfg.code.default_exclude_globs = vec!["**/*.log".into(), "**/build/**".into()];
+    let p = Policy::build(&cfg, &f.root).unwrap();
+    assert!(p.is_excluded(&f.root.join("a/debug.log")));
+    assert!(!p.is_excluded(&f.root.join("src")));
+    assert!(p.is_excluded(&f.root.join("x/build")));
+    assert!(p.is_excluded(&f.root.join("x/build/out.o")));
+}
+
+#[test]
 fn special_mode_bits_need_the_opt_in() {
     let f = fixture();
     let p = jailed(&f);
