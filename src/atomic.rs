@@ -55,18 +55,24 @@ pub fn write_atomic(
     let mode = mode
         .or_else(|| existing.as_ref().map(|m| m.permissions().mode() & 0o7777))
         .unwrap_or(DEFAULT_FILE_MODE);
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
     if let Some(md) = &existing {
         // Keep the owner when the worker is allowed to (root, or same user).
         let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(md.uid()), Some(md.gid()));
     }
+    // After the chown: Linux clears setuid/setgid on chown.
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.as_file().sync_all()?;
     match clobber {
         Clobber::Replace => tmp.persist(path).map(drop).map_err(|e| e.error)?,
         Clobber::Never => tmp.persist_noclobber(path).map(drop).map_err(|e| e.error)?,
     }
-    sync_dir(dir)
+    // The file is in place; a directory that refuses fsync (some FUSE/9p
+    // mounts) must not turn a completed write into a reported failure.
+    if let Err(e) = sync_dir(dir) {
+        tracing::warn!(dir = %dir.display(), error = %e, "directory fsync failed after rename");
+    }
+    Ok(())
 }
 
 /// Rename `from` to `to` atomically; with [`Clobber::Never`] the kernel
@@ -83,6 +89,64 @@ pub fn rename(from: &Path, to: &Path, clobber: Clobber) -> std::io::Result<()> {
         )
         .map_err(std::io::Error::from),
     }
+}
+
+/// Open an existing file for reading so that it can neither hang nor be
+/// redirected: `O_NONBLOCK` (a FIFO opens at once instead of waiting for a
+/// writer), `O_NOFOLLOW` (a symlink swapped in at the tail after the policy
+/// resolved the path fails with `ELOOP` instead of being followed).
+pub fn open_for_read(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// [`open_for_read`], refusing anything but a regular file (212): a
+/// directory, a FIFO, a socket or a device (`/dev/zero` would never end).
+pub fn open_regular(
+    raw: &str,
+    path: &Path,
+) -> Result<(std::fs::File, std::fs::Metadata), crate::error::Failure> {
+    use crate::error::{Class, Failure};
+    let file = open_for_read(path).map_err(|e| Failure::from_io(raw, &e))?;
+    let md = file.metadata().map_err(|e| Failure::from_io(raw, &e))?;
+    if md.is_dir() {
+        return Err(Failure::new(
+            Class::WrongType,
+            format!("{raw:?} is a directory; list it with coder::list-folder or coder::tree"),
+        ));
+    }
+    if !md.is_file() {
+        return Err(Failure::new(
+            Class::WrongType,
+            format!(
+                "{raw:?} is not a regular file (a FIFO, socket or device); only regular files are read or edited"
+            ),
+        ));
+    }
+    Ok((file, md))
+}
+
+/// SHA-256 hex of a file's bytes, streamed in constant memory.
+pub fn revision_of_file(file: &mut std::fs::File) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 /// fsync a directory so a rename or unlink in it is durable.

@@ -148,6 +148,9 @@ impl Failure {
     /// permission-denied fold into the redacted 211.
     pub fn from_io(raw_path: &str, err: &std::io::Error) -> Self {
         use std::io::ErrorKind;
+        if err.raw_os_error() == Some(nix::libc::ELOOP) {
+            return Self::not_found(raw_path);
+        }
         match err.kind() {
             ErrorKind::NotFound | ErrorKind::PermissionDenied => Self::not_found(raw_path),
             ErrorKind::AlreadyExists => {

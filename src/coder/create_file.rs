@@ -155,9 +155,11 @@ pub fn check_write_size(raw: &str, len: u64, max_write: u64) -> Result<(), Failu
 
 /// Refuse when the file's current bytes are not the revision the caller saw.
 pub fn check_revision(raw: &str, path: &Path, expected: &str) -> Result<(), Failure> {
-    let current = match std::fs::read(path) {
-        Ok(bytes) => revision_of(&bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let current = match crate::atomic::open_regular(raw, path) {
+        Ok((mut file, _)) => {
+            crate::atomic::revision_of_file(&mut file).map_err(|e| Failure::from_io(raw, &e))?
+        }
+        Err(f) if f.class == Class::NotFound && !path.exists() => {
             return Err(Failure::new(
                 Class::RevisionConflict,
                 format!(
@@ -167,7 +169,7 @@ pub fn check_revision(raw: &str, path: &Path, expected: &str) -> Result<(), Fail
                 ),
             ));
         }
-        Err(e) => return Err(Failure::from_io(raw, &e)),
+        Err(f) => return Err(f),
     };
     if current != expected {
         return Err(Failure::new(

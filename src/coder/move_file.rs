@@ -11,7 +11,7 @@
 use super::create_file::ensure_parent;
 use super::delete_file::holds_a_root;
 use super::{blocking, resolve_scope};
-use crate::atomic::{Clobber, rename, write_atomic};
+use crate::atomic::{Clobber, rename};
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface, WireError};
 use crate::policy::Tail;
@@ -164,6 +164,18 @@ fn move_one(ctx: &Ctx, spec: &MoveFileSpec, from: &Path, to: &Path) -> Result<bo
             spec.to
         )));
     }
+    // Moving a directory re-roots everything inside it: a protected entry
+    // would come out under a name the protection no longer matches.
+    if src_md.is_dir()
+        && crate::fs::find_protected(ctx, from)
+            .map_err(|e| Failure::from_io(raw, &e))?
+            .is_some()
+    {
+        return Err(Failure::bad_input(format!(
+            "refusing to move {raw:?}: it contains entries coder::* may not touch \
+             (non_accessible_globs or fs.denylist_paths); move the other entries individually"
+        )));
+    }
     if let Ok(dst_md) = std::fs::symlink_metadata(to) {
         if dst_md.is_dir() {
             let name = from
@@ -217,6 +229,11 @@ fn move_one(ctx: &Ctx, spec: &MoveFileSpec, from: &Path, to: &Path) -> Result<bo
 }
 
 /// Copy-then-delete for a regular file on another filesystem.
+///
+/// The copy is streamed into a temp file beside the destination and fsynced;
+/// an existing destination is kept under a temporary hard link until the
+/// source is gone, so a failure at any step leaves either the old state or
+/// the new one — never a lost file.
 fn cross_device(
     spec: &MoveFileSpec,
     from: &Path,
@@ -233,16 +250,66 @@ fn cross_device(
             spec.to
         )));
     }
-    let bytes = std::fs::read(from).map_err(|e| Failure::from_io(raw, &e))?;
+    let dir = to
+        .parent()
+        .ok_or_else(|| Failure::bad_input(format!("{:?} has no parent directory", spec.to)))?;
+    let io_to = |e: std::io::Error| Failure::from_io(&spec.to, &e);
+    let mut src = std::fs::File::open(from).map_err(|e| Failure::from_io(raw, &e))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".ide-move.")
+        .tempfile_in(dir)
+        .map_err(io_to)?;
+    std::io::copy(&mut src, tmp.as_file_mut()).map_err(io_to)?;
     let mode = src_md.permissions().mode() & 0o7777;
-    write_atomic(to, &bytes, Some(mode), clobber).map_err(|e| Failure::from_io(&spec.to, &e))?;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(io_to)?;
+    tmp.as_file().sync_all().map_err(io_to)?;
+    // Keep the old destination reachable until the move is complete.
+    let backup = if clobber == Clobber::Replace && to.exists() {
+        let b = dir.join(format!(".ide-move-backup.{}", uuid::Uuid::new_v4()));
+        std::fs::hard_link(to, &b).map_err(io_to)?;
+        Some(b)
+    } else {
+        None
+    };
+    let committed = match clobber {
+        Clobber::Replace => tmp.persist(to).map(drop).map_err(|e| e.error),
+        Clobber::Never => tmp.persist_noclobber(to).map(drop).map_err(|e| e.error),
+    };
+    if let Err(e) = committed {
+        if let Some(b) = &backup {
+            let _ = std::fs::remove_file(b);
+        }
+        return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
+            Failure::new(
+                Class::Exists,
+                format!(
+                    "destination {:?} already exists; pass overwrite: true to replace it",
+                    spec.to
+                ),
+            )
+        } else {
+            io_to(e)
+        });
+    }
     if let Err(e) = std::fs::remove_file(from) {
-        let _ = std::fs::remove_file(to);
+        // Undo: the old destination back (or no destination), source intact.
+        let undo = match &backup {
+            Some(b) => std::fs::rename(b, to),
+            None => std::fs::remove_file(to),
+        };
         return Err(Failure::io(format!(
-            "copied {raw:?} to {:?} but could not delete the source ({e}); the copy was removed, \
-             nothing changed",
-            spec.to
+            "copied {raw:?} to {:?} but could not delete the source ({e}); {}",
+            spec.to,
+            match undo {
+                Ok(()) => "the destination was restored, nothing changed".to_string(),
+                Err(u) => format!("restoring the destination failed too ({u}); check both paths"),
+            }
         )));
+    }
+    if let Some(b) = &backup {
+        let _ = std::fs::remove_file(b);
     }
     Ok(())
 }
@@ -381,6 +448,19 @@ mod tests {
             .unwrap();
         assert_eq!(v["results"][0]["error"]["code"], "C210");
         assert!(j.exists("d/x"));
+    }
+
+    #[tokio::test]
+    async fn directories_holding_protected_entries_do_not_move() {
+        let j = Jail::new();
+        j.write("cfg/secrets/api.txt", "k");
+        j.write("cfg/plain.txt", "x");
+        let v = j
+            .call(ID, json!({"files": [{"from": "cfg", "to": "pub"}]}))
+            .await
+            .unwrap();
+        assert_eq!(v["results"][0]["error"]["code"], "C210");
+        assert!(j.exists("cfg/secrets/api.txt") && !j.exists("pub"));
     }
 
     #[tokio::test]

@@ -16,7 +16,6 @@ use crate::error::{Class, Failure, Surface, WireError};
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 /// Wire encoding for returned `content`.
@@ -213,26 +212,7 @@ struct Opened {
 }
 
 fn open_file(raw: &str, path: &std::path::Path) -> Result<(std::fs::File, Opened), Failure> {
-    // The path was fully resolved by the policy; O_NOFOLLOW makes a symlink
-    // swapped in at the tail since then fail instead of being followed.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(nix::libc::ELOOP) {
-                Failure::not_found(raw)
-            } else {
-                Failure::from_io(raw, &e)
-            }
-        })?;
-    let md = file.metadata().map_err(|e| Failure::from_io(raw, &e))?;
-    if md.is_dir() {
-        return Err(Failure::new(
-            Class::WrongType,
-            format!("{raw:?} is a directory; list it with coder::list-folder or coder::tree"),
-        ));
-    }
+    let (file, md) = crate::atomic::open_regular(raw, path)?;
     Ok((
         file,
         Opened {
@@ -318,7 +298,8 @@ fn read_one(
                     ));
                 }
             }
-            let mut bytes = Vec::with_capacity(o.size as usize);
+            let mut bytes =
+                Vec::with_capacity(o.size.min(budget.unwrap_or(0).max(1 << 16)) as usize);
             let limit = max_read.map(|m| m + 1).unwrap_or(u64::MAX);
             std::io::Read::read_to_end(&mut std::io::Read::take(file, limit), &mut bytes)
                 .map_err(|e| Failure::from_io(raw, &e))?;

@@ -228,6 +228,9 @@ fn live_member_of(pgid: i32) -> Option<bool> {
     Some(false)
 }
 
+/// How long processes a command left behind get between TERM and KILL.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(1);
+
 /// The process groups currently alive, so worker shutdown can kill them all.
 #[derive(Debug, Default)]
 pub struct LiveGroups {
@@ -330,6 +333,7 @@ pub fn spawn(
     });
     live.groups.insert(pid, process.clone());
     let live = live.clone();
+    let me = process.clone();
     tokio::spawn(async move {
         let exit = match child.wait().await {
             Ok(status) => {
@@ -358,6 +362,18 @@ pub fn spawn(
         }
         if let Some(w) = writer {
             w.abort();
+        }
+        // Whatever the command left running in its group (`cmd &`) ends
+        // with it: nothing outlives the call, the job, a kill or shutdown.
+        if me.group_alive() {
+            let _ = me.signal_group(Some(Signal::SIGTERM));
+            let deadline = Instant::now() + LEFTOVER_GRACE;
+            while me.group_alive() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            if me.group_alive() {
+                let _ = me.signal_group(Some(Signal::SIGKILL));
+            }
         }
         live.groups.remove(&pid);
         let _ = tx.send(Phase::Done(exit));

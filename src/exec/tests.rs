@@ -1209,3 +1209,26 @@ fn the_trigger_type_is_in_the_catalog() {
     assert_eq!(t.config_schema["title"], "JobFinishedConfig");
     assert_eq!(t.payload_schema["title"], "JobFinishedEvent");
 }
+
+/// A process a command started in the background does not outlive it.
+#[tokio::test]
+async fn processes_left_behind_by_a_command_are_killed_with_it() {
+    let j = crate::testkit::Jail::new();
+    let v = j
+        .call(
+            "shell::exec",
+            json!({"command": "sh", "args": ["-c", "sleep 1000 >/dev/null 2>&1 & echo $!"]}),
+        )
+        .await
+        .unwrap();
+    let pid: i32 = v["stdout"].as_str().unwrap().trim().parse().unwrap();
+    // gone, or a zombie waiting for init to reap it
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(')').next().map(|r| r.trim().chars().next()))
+        .flatten();
+    assert!(
+        matches!(state, None | Some('Z') | Some('X')),
+        "pid {pid} still running: {state:?}"
+    );
+}

@@ -134,8 +134,22 @@ pub async fn grep(ctx: Ctx, req: GrepRequest) -> Result<GrepResponse, Failure> {
         runtime: ctx.runtime.clone(),
     };
     let raw = req.path.clone();
-    let (max_matches, max_line) = (req.max_matches, req.max_line_bytes);
-    super::blocking(move || Ok(search(&tree, &raw, matcher, max_matches, max_line))).await
+    // Server-side ceilings keep one answer's memory bounded whatever the
+    // caller asks; hitting them sets `truncated` like the caller's own caps.
+    let max_matches = req.max_matches.min(MAX_MATCHES_CEILING);
+    let max_line = req.max_line_bytes.min(MAX_LINE_CEILING);
+    let max_file = ctx.runtime.config.fs.max_read_bytes;
+    super::blocking(move || {
+        Ok(search(
+            &tree,
+            &raw,
+            matcher,
+            max_matches,
+            max_line,
+            max_file,
+        ))
+    })
+    .await
 }
 
 struct Shared {
@@ -204,12 +218,21 @@ impl Sink for FileSink<'_> {
     }
 }
 
+/// Most matches one answer holds, whatever `max_matches` says.
+const MAX_MATCHES_CEILING: u64 = 100_000;
+/// Longest line one match may carry, whatever `max_line_bytes` says.
+const MAX_LINE_CEILING: u64 = 1 << 20;
+/// Most memory the searcher may buffer for one file (a file without
+/// newlines is one line): past it the file is skipped.
+const HEAP_LIMIT: usize = 64 << 20;
+
 fn search(
     tree: &Tree,
     raw: &str,
     matcher: grep_regex::RegexMatcher,
     max_matches: u64,
     max_line: u64,
+    max_file: u64,
 ) -> GrepResponse {
     let shared = Shared {
         found: Mutex::new(Vec::new()),
@@ -222,11 +245,18 @@ fn search(
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::quit(0))
             .line_number(true)
+            .heap_limit(Some(HEAP_LIMIT))
             .build();
         let (shared, long_line) = (&shared, &long_line);
         move |found: super::tree::Found| {
             if shared.full() {
                 return false;
+            }
+            // Regular files only (a FIFO would block the walk), and none over
+            // fs.max_read_bytes (0 = unlimited), like coder::search.
+            match std::fs::symlink_metadata(&found.abs) {
+                Ok(md) if md.is_file() && (max_file == 0 || md.len() <= max_file) => {}
+                _ => return true,
             }
             let room = {
                 let held = shared.found.lock().unwrap_or_else(|p| p.into_inner()).len();

@@ -145,8 +145,12 @@ impl Edit {
         })
     }
 
-    /// Rewrite `line` (without its `\n`) into `out`; returns replacements.
-    fn line(&self, line: &[u8], out: &mut Vec<u8>, budget: u64) -> u64 {
+    /// Rewrite `line` (without its `\n`) into `out`; returns replacements,
+    /// or `None` as soon as the rewritten line outgrows `max_line` (a pattern
+    /// matching the empty string at every byte could otherwise multiply a
+    /// long line by the replacement's size before any check ran).
+    fn line(&self, line: &[u8], out: &mut Vec<u8>, budget: u64) -> Option<u64> {
+        let cap = self.max_line as usize;
         let mut last = 0;
         let mut n = 0u64;
         if self.expand {
@@ -159,6 +163,9 @@ impl Edit {
                 caps.expand(&self.replacement, out);
                 last = m.end();
                 n += 1;
+                if out.len() > cap {
+                    return None;
+                }
             }
         } else {
             for m in self.re.find_iter(line) {
@@ -169,16 +176,19 @@ impl Edit {
                 out.extend_from_slice(&self.replacement);
                 last = m.end();
                 n += 1;
+                if out.len() > cap {
+                    return None;
+                }
             }
         }
         out.extend_from_slice(&line[last..]);
-        n
+        Some(n)
     }
 
     /// Edit one file in place (atomically); returns replacements made.
     fn file(&self, raw: &str, abs: &Path) -> Result<u64, Failure> {
         let io = |e: std::io::Error| Failure::from_io(raw, &e);
-        let src = std::fs::File::open(abs).map_err(io)?;
+        let src = crate::atomic::open_for_read(abs).map_err(io)?;
         let md = src.metadata().map_err(io)?;
         if !md.is_file() {
             return Err(super::wrong_type(format!(
@@ -218,7 +228,16 @@ impl Edit {
                 u64::MAX
             };
             let made = if budget > 0 {
-                self.line(body, &mut out, budget)
+                self.line(body, &mut out, budget).ok_or_else(|| {
+                    Failure::new(
+                        Class::TooLarge,
+                        format!(
+                            "{raw:?}: a rewritten line would exceed {} bytes; nothing was \
+                             written — narrow the pattern (does it match the empty string?)",
+                            self.max_line
+                        ),
+                    )
+                })?
             } else {
                 0
             };
@@ -232,9 +251,10 @@ impl Edit {
             total += made;
             if total > 0 && staged.is_none() {
                 // First change: copy what was already read (unchanged) so far.
+                // From the same open file: a file replaced under our feet
+                // must not lend its prefix to this one's tail.
                 let mut s = Staged::new(abs).map_err(io)?;
-                let mut again = std::io::BufReader::new(std::fs::File::open(abs).map_err(io)?);
-                copy_prefix(&mut again, &mut s, written).map_err(io)?;
+                copy_prefix(reader.get_ref(), &mut s, written).map_err(io)?;
                 staged = Some(s);
             }
             written += out.len() as u64;
@@ -253,6 +273,22 @@ impl Edit {
             }
         }
         if let Some(s) = staged {
+            // Refuse to replace a file that changed (or was replaced) while
+            // it was being edited: the other writer's update would be lost.
+            let now = std::fs::symlink_metadata(abs).map_err(io)?;
+            if (
+                now.dev(),
+                now.ino(),
+                now.len(),
+                now.mtime(),
+                now.mtime_nsec(),
+            ) != (md.dev(), md.ino(), md.len(), md.mtime(), md.mtime_nsec())
+            {
+                return Err(Failure::io(format!(
+                    "{raw:?} changed while it was being edited; nothing was written — run the \
+                     sed again"
+                )));
+            }
             s.commit(md.mode() & 0o7777, Some((md.uid(), md.gid())))
                 .map_err(io)?;
         }
@@ -269,16 +305,18 @@ fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>, max: u64) -> std::io::Resu
 }
 
 /// Copy the first `n` bytes of the original into the stage.
-fn copy_prefix(r: &mut impl BufRead, s: &mut Staged, mut n: u64) -> std::io::Result<()> {
-    while n > 0 {
-        let chunk = r.fill_buf()?;
-        if chunk.is_empty() {
+fn copy_prefix(file: &std::fs::File, s: &mut Staged, n: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut at = 0u64;
+    while at < n {
+        let want = buf.len().min((n - at) as usize);
+        let got = file.read_at(&mut buf[..want], at)?;
+        if got == 0 {
             break;
         }
-        let take = chunk.len().min(n as usize);
-        s.write_all(&chunk[..take])?;
-        r.consume(take);
-        n -= take as u64;
+        s.write_all(&buf[..got])?;
+        at += got as u64;
     }
     Ok(())
 }

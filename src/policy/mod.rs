@@ -228,6 +228,13 @@ impl Policy {
                 _ => self.roots_for(surface)[0].join(wire),
             }
         };
+        // Protection is checked on the path as written first, so that every
+        // later failure (escape, loop, dangling link) of a protected path
+        // still reads as "not found".
+        let lexical = walk::lexical(&absolute);
+        if self.is_denylisted(&lexical) || self.is_inside_non_accessible(&lexical) {
+            return Err(Failure::not_found(raw));
+        }
         let walked = walk::resolve(&absolute, tail).map_err(|e| match e {
             walk::WalkError::Denied => Failure::not_found(raw),
             walk::WalkError::Loop => Failure::bad_input(format!(
@@ -257,11 +264,7 @@ impl Policy {
                  target path directly, or remove the link"
             )));
         }
-        let lexical = walk::lexical(&absolute);
-        if self.is_denylisted(&walked.path) || self.is_denylisted(&lexical) {
-            return Err(Failure::not_found(raw));
-        }
-        if self.is_non_accessible(&walked.path) {
+        if self.is_denylisted(&walked.path) || self.is_inside_non_accessible(&walked.path) {
             return Err(Failure::not_found(raw));
         }
         Ok(Resolved {
@@ -385,6 +388,17 @@ impl Policy {
             (_, Some(root)) => root.clone(),
             _ => PathBuf::from("/"),
         }
+    }
+
+    /// Whether a path or one of its ancestors (below its root) matches
+    /// `non_accessible_globs`: a protected directory protects its content
+    /// even when the glob names only the directory (`**/private`).
+    fn is_inside_non_accessible(&self, p: &Path) -> bool {
+        self.glob_subjects(p).iter().any(|s| {
+            s.ancestors()
+                .filter(|a| !a.as_os_str().is_empty())
+                .any(|a| self.non_accessible.is_match(a))
+        })
     }
 
     /// Whether a path is hidden by `default_exclude_globs` (noise, not access).

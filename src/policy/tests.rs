@@ -373,3 +373,54 @@ fn glob_anchor_is_the_scope_else_the_containing_root() {
     assert_eq!(r3.root, None);
     assert_eq!(open.glob_anchor(&r3, None), PathBuf::from("/"));
 }
+
+#[test]
+fn dot_dot_out_of_a_missing_directory_resolves_symlinks_again() {
+    let f = fixture();
+    symlink(&f.outside, f.root.join("link")).unwrap();
+    let p = jailed(&f);
+    // `nope` does not exist; `..` climbs back and `link` must be followed
+    assert_eq!(
+        code(follow(&p, "nope/../link/new-file", Surface::Coder)),
+        Some(215)
+    );
+    assert_eq!(
+        code(follow(&p, "nope/deeper/../../link/x", Surface::Shell)),
+        Some(215)
+    );
+    let inside = follow(&p, "nope/../src/lib.rs", Surface::Shell).unwrap();
+    assert_eq!(inside.path, f.root.join("src/lib.rs"));
+    assert!(inside.exists);
+}
+
+#[test]
+fn a_denylisted_symlink_pointing_out_reads_as_missing_not_as_an_escape() {
+    let f = fixture();
+    symlink(&f.outside, f.root.join("blocked")).unwrap();
+    let p = jailed(&f);
+    let denied = p
+        .resolve_existing("blocked/secret.txt", Surface::Shell, Tail::Follow, None)
+        .unwrap_err();
+    let missing = p
+        .resolve_existing("nope/secret.txt", Surface::Shell, Tail::Follow, None)
+        .unwrap_err();
+    assert_eq!(denied.class, missing.class);
+    assert_eq!(
+        denied.message.replace("blocked/secret.txt", "P"),
+        missing.message.replace("nope/secret.txt", "P")
+    );
+}
+
+#[test]
+fn a_glob_protected_directory_protects_what_is_inside() {
+    let f = fixture();
+    let mut cfg = Config::zero_config();
+    cfg.fs.allow_unjailed = false;
+    cfg.fs.host_roots = vec![f.root.clone()];
+    cfg.code.non_accessible_globs = vec!["**/private".into()];
+    let p = Policy::build(&cfg, &f.root).unwrap();
+    std::fs::create_dir_all(f.root.join("a/private")).unwrap();
+    std::fs::write(f.root.join("a/private/key"), "k").unwrap();
+    assert_eq!(code(follow(&p, "a/private/key", Surface::Coder)), Some(211));
+    assert_eq!(code(follow(&p, "a/private", Surface::Coder)), Some(211));
+}

@@ -46,20 +46,26 @@ fn parts(p: &Path) -> VecDeque<Part> {
 pub fn resolve(abs: &Path, tail: super::Tail) -> Result<Walked, WalkError> {
     let mut queue = parts(abs);
     let mut out = PathBuf::from("/");
-    let mut missing = false;
+    // Components appended lexically below the first missing one. A `..`
+    // that climbs back out of them returns to real resolution: otherwise
+    // `missing/../link/x` would skip resolving `link`, a symlink that may
+    // point out of the jail.
+    let mut missing_depth = 0usize;
     let mut hops = 0usize;
     let mut tail_link = false;
     while let Some(part) = queue.pop_front() {
         let name = match part {
             Part::Parent => {
                 out.pop();
+                missing_depth = missing_depth.saturating_sub(1);
                 continue;
             }
             Part::Name(n) => n,
         };
         let next = out.join(&name);
-        if missing {
+        if missing_depth > 0 {
             out = next;
+            missing_depth += 1;
             continue;
         }
         let is_last = queue.is_empty();
@@ -90,13 +96,14 @@ pub fn resolve(abs: &Path, tail: super::Tail) -> Result<Walked, WalkError> {
             }
             Err(e) => match e.kind() {
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => {
-                    missing = true;
+                    missing_depth = 1;
                     out = next;
                 }
                 _ => return Err(map_io(e)),
             },
         }
     }
+    let missing = missing_depth > 0;
     Ok(Walked {
         path: out,
         exists: !missing,

@@ -235,3 +235,45 @@ async fn base_dir_anchors_and_confines() {
     assert_eq!(c, "C220");
     assert!(m.contains("base_dir"), "{m}");
 }
+
+#[tokio::test]
+async fn fifos_and_devices_are_refused_without_blocking() {
+    let j = Jail::new();
+    nix::unistd::mkfifo(
+        &j.path("pipe"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    for payload in [
+        json!({"path": "pipe"}),
+        json!({"path": "pipe", "stat": true}),
+        json!({"path": "pipe", "line_from": 2}),
+    ] {
+        let (c, m) = j.call(ID, payload).await.unwrap_err();
+        assert_eq!(c, "C212", "{m}");
+    }
+    let (c, _) = j
+        .call(
+            "coder::update-file",
+            json!({"files": [{"path": "pipe", "ops": [{"op": "remove", "from_line": 1, "to_line": 1}]}]}),
+        )
+        .await
+        .map(|v| (v["results"][0]["error"]["code"].as_str().unwrap().to_string(), String::new()))
+        .unwrap();
+    assert_eq!(c, "C212");
+    let (c, _) = j
+        .call("shell::fs::read", json!({"path": "pipe"}))
+        .await
+        .unwrap_err();
+    assert_eq!(c, "S212");
+    // an unjailed worker can be pointed at a device: refused, not read forever
+    let open = Jail::with(|c| {
+        c.fs.host_roots.clear();
+        c.fs.allow_unjailed = true;
+    });
+    let (c, _) = open
+        .call(ID, json!({"path": "/dev/zero", "line_from": 2}))
+        .await
+        .unwrap_err();
+    assert_eq!(c, "C212");
+}

@@ -20,6 +20,7 @@ pub fn apply(
     old_text: &str,
     new_text: &str,
     replace_all: bool,
+    limit: usize,
 ) -> Result<(String, Vec<(usize, usize)>), Failure> {
     if old_text.is_empty() {
         return Err(Failure::bad_input(format!(
@@ -48,7 +49,17 @@ pub fn apply(
             if found.len() > 20 { ", …" } else { "" }
         )));
     }
-    let mut out = String::with_capacity(body.len() + new_text.len());
+    let grown = body.len() - found.len() * old_text.len() + found.len() * new_text.len();
+    if grown > limit {
+        return Err(Failure::new(
+            crate::error::Class::TooLarge,
+            format!(
+                "ops[{index}] edit would make the file {grown} bytes, over max_write_bytes \
+                 ({limit}); nothing was written"
+            ),
+        ));
+    }
+    let mut out = String::with_capacity(grown);
     let mut sites = Vec::with_capacity(found.len());
     let mut last = 0;
     for start in found {
@@ -147,28 +158,44 @@ mod tests {
 
     #[test]
     fn unique_text_is_replaced() {
-        let (out, sites) = apply(0, "a\nfn x() {}\nb\n", "fn x() {}", "fn y() {}", false).unwrap();
+        let (out, sites) = apply(
+            0,
+            "a\nfn x() {}\nb\n",
+            "fn x() {}",
+            "fn y() {}",
+            false,
+            usize::MAX,
+        )
+        .unwrap();
         assert_eq!(out, "a\nfn y() {}\nb\n");
         assert_eq!(sites, [(2, 11)]);
     }
 
     #[test]
     fn several_occurrences_list_their_lines() {
-        let e = apply(3, "x\ny\nx\n", "x", "z", false).unwrap_err();
+        let e = apply(3, "x\ny\nx\n", "x", "z", false, usize::MAX).unwrap_err();
         assert!(
             e.message.contains("2 times") && e.message.contains("lines 1, 3"),
             "{}",
             e.message
         );
         assert!(e.message.starts_with("ops[3]"));
-        let (out, _) = apply(0, "x\ny\nx\n", "x", "z", true).unwrap();
+        let (out, _) = apply(0, "x\ny\nx\n", "x", "z", true, usize::MAX).unwrap();
         assert_eq!(out, "z\ny\nz\n");
     }
 
     #[test]
     fn missing_text_names_a_whitespace_only_difference() {
         let body = "fn main() {\n    let a = 1;\n}\n";
-        let e = apply(0, body, "fn main() {\n  let a = 1;\n}", "x", false).unwrap_err();
+        let e = apply(
+            0,
+            body,
+            "fn main() {\n  let a = 1;\n}",
+            "x",
+            false,
+            usize::MAX,
+        )
+        .unwrap_err();
         assert!(
             e.message.contains("lines 1-3") && e.message.contains("whitespace"),
             "{}",
@@ -179,16 +206,24 @@ mod tests {
     #[test]
     fn missing_text_names_a_line_ending_difference() {
         let body = "one\r\ntwo\r\n";
-        let e = apply(0, body, "one\ntwo", "x", false).unwrap_err();
+        let e = apply(0, body, "one\ntwo", "x", false, usize::MAX).unwrap_err();
         assert!(e.message.contains("line endings"), "{}", e.message);
     }
 
     #[test]
     fn missing_text_names_the_closest_lines() {
         let body = "alpha\nlet total = compute(a, b);\nomega\n";
-        let e = apply(0, body, "let total = compute(a, c);", "x", false).unwrap_err();
+        let e = apply(
+            0,
+            body,
+            "let total = compute(a, c);",
+            "x",
+            false,
+            usize::MAX,
+        )
+        .unwrap_err();
         assert!(e.message.contains("lines 2-2"), "{}", e.message);
-        let e = apply(0, body, "zzzzzzzzzzzzzz", "x", false).unwrap_err();
+        let e = apply(0, body, "zzzzzzzzzzzzzz", "x", false, usize::MAX).unwrap_err();
         assert!(e.message.contains("nothing similar"), "{}", e.message);
     }
 }

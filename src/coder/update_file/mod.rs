@@ -274,15 +274,17 @@ fn edit_file(spec: &UpdateFileSpec, path: &Path, max_write: u64) -> Result<Done,
             "{raw:?}: ops is empty; pass at least one insert/remove/update_lines/replace/edit op"
         )));
     }
-    let md = std::fs::metadata(path).map_err(|e| Failure::from_io(raw, &e))?;
-    if md.is_dir() {
-        return Err(Failure::new(
-            Class::WrongType,
-            format!("{raw:?} is a directory; edit a file inside it"),
-        ));
-    }
+    let (file, md) = crate::atomic::open_regular(raw, path)?;
     check_write_size(raw, md.len(), max_write)?;
-    let original = std::fs::read(path).map_err(|e| Failure::from_io(raw, &e))?;
+    let mut original = Vec::with_capacity(md.len() as usize);
+    let cap = if max_write > 0 {
+        max_write + 1
+    } else {
+        u64::MAX
+    };
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, cap), &mut original)
+        .map_err(|e| Failure::from_io(raw, &e))?;
+    check_write_size(raw, original.len() as u64, max_write)?;
     let original_revision = revision_of(&original);
     if let Some(expected) = &spec.expected_revision {
         if *expected != original_revision {
@@ -298,6 +300,13 @@ fn edit_file(spec: &UpdateFileSpec, path: &Path, max_write: u64) -> Result<Done,
     }
     let (body, shape) = decode(raw, &original)?;
     let mut echoes = Echoes::default();
+    // Ops may not grow the body past what may be written (1 GiB when
+    // max_write_bytes is 0 = unlimited, so memory stays bounded).
+    let limit = if max_write > 0 {
+        max_write as usize
+    } else {
+        1 << 30
+    };
 
     // Phase 1: line ops against the original numbering.
     let mut line_ops = Vec::new();
@@ -354,7 +363,9 @@ fn edit_file(spec: &UpdateFileSpec, path: &Path, max_write: u64) -> Result<Done,
                     *dot_matches_newline,
                     *expect_matches,
                 )?;
-                let (next, count, sites) = replace::apply(&r, &body);
+                let (next, count, sites) = replace::apply(&r, &body, limit).map_err(|f| {
+                    Failure::new(f.class, format!("{raw:?}: ops[{i}] {}", f.message))
+                })?;
                 if let Some(expected) = r.expect_matches {
                     if expected != count {
                         return Err(Failure::bad_input(format!(
@@ -382,9 +393,15 @@ fn edit_file(spec: &UpdateFileSpec, path: &Path, max_write: u64) -> Result<Done,
                         s.to_string()
                     }
                 };
-                let (next, sites) =
-                    edit::apply(i, &body, &norm(old_text), &norm(new_text), *replace_all)
-                        .map_err(|f| Failure::new(f.class, format!("{raw:?}: {}", f.message)))?;
+                let (next, sites) = edit::apply(
+                    i,
+                    &body,
+                    &norm(old_text),
+                    &norm(new_text),
+                    *replace_all,
+                    limit,
+                )
+                .map_err(|f| Failure::new(f.class, format!("{raw:?}: {}", f.message)))?;
                 body = next;
                 let lines: Vec<String> = split_lines(&body);
                 for (s, e) in sites.iter().take(5) {

@@ -18,6 +18,7 @@ pub struct Replace {
 }
 
 /// One replaced region in the NEW body: byte range.
+#[derive(Debug)]
 pub struct Site {
     pub start: usize,
     pub end: usize,
@@ -122,8 +123,10 @@ fn validate_references(index: usize, regex: &Regex, replacement: &str) -> Result
 }
 
 /// Replace every match; returns the new body, the match count and the
-/// replaced regions (in the new body).
-pub fn apply(op: &Replace, body: &str) -> (String, u64, Vec<Site>) {
+/// replaced regions (in the new body). Stops with 218 as soon as the body
+/// outgrows `limit` bytes (a pattern matching the empty string at every
+/// position multiplies the body by the replacement's size).
+pub fn apply(op: &Replace, body: &str, limit: usize) -> Result<(String, u64, Vec<Site>), Failure> {
     let mut out = String::with_capacity(body.len());
     let mut last = 0;
     let mut count = 0u64;
@@ -139,9 +142,18 @@ pub fn apply(op: &Replace, body: &str) -> (String, u64, Vec<Site>) {
         });
         last = m.end();
         count += 1;
+        if out.len() > limit {
+            return Err(Failure::new(
+                crate::error::Class::TooLarge,
+                format!(
+                    "the replace would grow the file past {limit} bytes (max_write_bytes); nothing \
+                     was written — narrow the pattern (does it match the empty string?)"
+                ),
+            ));
+        }
     }
     out.push_str(&body[last..]);
-    (out, count, sites)
+    Ok((out, count, sites))
 }
 
 #[cfg(test)]
@@ -168,18 +180,25 @@ mod tests {
     #[test]
     fn apply_expands_and_tracks_sites() {
         let op = c(r"(\w+)@(\w+)", "$2 at $1 costs $$5").unwrap();
-        let (out, n, sites) = apply(&op, "x ann@home y bob@work");
+        let (out, n, sites) = apply(&op, "x ann@home y bob@work", usize::MAX).unwrap();
         assert_eq!(out, "x home at ann costs $5 y work at bob costs $5");
         assert_eq!(n, 2);
         assert_eq!(&out[sites[1].start..sites[1].end], "work at bob costs $5");
     }
 
     #[test]
+    fn growth_past_the_limit_stops_early() {
+        let op = c("x*", "0123456789").unwrap();
+        let e = apply(&op, &"a".repeat(10_000), 50_000).unwrap_err();
+        assert_eq!(e.class, crate::error::Class::TooLarge);
+    }
+
+    #[test]
     fn dot_matches_newline_spans_lines_only_when_asked() {
         let body = "start\nmiddle\nend\n";
         let plain = c("start.*?end", "X").unwrap();
-        assert_eq!(apply(&plain, body).1, 0);
+        assert_eq!(apply(&plain, body, usize::MAX).unwrap().1, 0);
         let spanning = compile(0, "start.*?end", "X", false, true, None).unwrap();
-        assert_eq!(apply(&spanning, body).0, "X\n");
+        assert_eq!(apply(&spanning, body, usize::MAX).unwrap().0, "X\n");
     }
 }
