@@ -10,7 +10,11 @@
 //! Every file is replaced atomically ([`crate::atomic`]): temp file, exact
 //! mode, fsync, rename, directory fsync. A failed or interrupted write leaves
 //! the previous file intact. A batch stages every file before swapping any
-//! in, so a failure while receiving or writing any of them changes nothing.
+//! in, so a failure while receiving or writing any of them changes nothing;
+//! the swaps themselves are renames, one per file, so a failure of a later
+//! rename (rare: the staged files are already on disk) leaves the earlier
+//! files replaced and is reported. `parents: true` creates missing
+//! directories before the content arrives.
 //!
 //! Mode: an explicit `mode` wins (special bits only with
 //! `fs.allow_special_bits`); without one an existing file keeps its
