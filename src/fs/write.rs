@@ -220,20 +220,7 @@ pub async fn write(ctx: Ctx, mut req: WriteRequest) -> Result<WriteResponse, Fai
         Ok(out)
     })
     .await?;
-    let total = results.iter().map(|r| r.bytes_written).sum();
-    Ok(if batch {
-        WriteResponse {
-            bytes_written: total,
-            path: String::new(),
-            files: results,
-        }
-    } else {
-        WriteResponse {
-            bytes_written: total,
-            path: results[0].path.clone(),
-            files: Vec::new(),
-        }
-    })
+    Ok(WriteResponse::from_results(results, batch))
 }
 
 /// Where and how one file will be written.
@@ -450,20 +437,28 @@ async fn write_sandbox(
             bytes_written: w.bytes_written,
         });
     }
-    let total = results.iter().map(|r| r.bytes_written).sum();
-    Ok(if batch {
-        WriteResponse {
-            bytes_written: total,
-            path: String::new(),
-            files: results,
+    Ok(WriteResponse::from_results(results, batch))
+}
+
+impl WriteResponse {
+    /// The answer shape: a batch lists its files; a single write names its
+    /// path and leaves `files` empty.
+    fn from_results(results: Vec<WriteFileResult>, batch: bool) -> WriteResponse {
+        let bytes_written = results.iter().map(|r| r.bytes_written).sum();
+        if batch {
+            WriteResponse {
+                bytes_written,
+                path: String::new(),
+                files: results,
+            }
+        } else {
+            WriteResponse {
+                bytes_written,
+                path: results.first().map(|r| r.path.clone()).unwrap_or_default(),
+                files: Vec::new(),
+            }
         }
-    } else {
-        WriteResponse {
-            bytes_written: total,
-            path: results[0].path.clone(),
-            files: Vec::new(),
-        }
-    })
+    }
 }
 
 #[cfg(test)]
