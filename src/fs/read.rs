@@ -67,12 +67,25 @@ pub fn def() -> FunctionDef {
 
 pub async fn read(ctx: Ctx, req: ReadRequest) -> Result<ReadResponseWire, Failure> {
     if let Some(id) = super::sandbox_of(&ctx, &req.target, &[])? {
-        return super::forward(
+        let answer: ReadResponseWire = super::forward(
             &ctx,
             "sandbox::fs::read",
             serde_json::json!({"sandbox_id": id, "path": req.path}),
         )
-        .await;
+        .await?;
+        // The same cap as on the host: the caller is told before it drains.
+        let cap = ctx.runtime.config.fs.max_read_bytes;
+        if cap > 0 && answer.size > cap {
+            return Err(Failure::new(
+                Class::TooLarge,
+                format!(
+                    "{:?} in the sandbox is {} bytes, over fs.max_read_bytes ({cap}); nothing \
+                     should be read from the returned channel",
+                    req.path, answer.size
+                ),
+            ));
+        }
+        return Ok(answer);
     }
     let resolved =
         ctx.runtime
@@ -283,5 +296,26 @@ mod tests {
             r,
             json!({"content": content, "size": 2, "mode": "0644", "mtime": 5})
         );
+    }
+
+    #[tokio::test]
+    async fn sandbox_reads_over_the_cap_are_refused() {
+        let k = Kit::build(|cfg, root| {
+            cfg.fs.allow_unjailed = false;
+            cfg.fs.host_roots = vec![root.to_path_buf()];
+            cfg.fs.max_read_bytes = 10;
+        });
+        let content = json!({"channel_id": "c1", "access_key": "k1", "direction": "read"});
+        k.sandbox_answers(
+            "sandbox::fs::read",
+            Ok(json!({"content": content, "size": 11, "mode": "0644", "mtime": 5})),
+        );
+        let e = k
+            .err(
+                "shell::fs::read",
+                json!({"path": "/x", "target": sandbox_target()}),
+            )
+            .await;
+        assert_eq!(e.code, "S218");
     }
 }
