@@ -103,3 +103,16 @@ pub fn entry_error(v: Value) -> Result<Value, (String, String)> {
         e["message"].as_str().unwrap_or_default().to_string(),
     ))
 }
+
+/// Whether `pid` is a running process. A zombie still answers `kill(pid, 0)`,
+/// so its state in `/proc` is read instead; a zombie or a missing entry is
+/// not running.
+pub fn pid_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}

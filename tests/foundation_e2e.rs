@@ -28,6 +28,15 @@ fn seed_file(dir: &tempfile::TempDir, yaml: &str) -> String {
     p.display().to_string()
 }
 
+/// A temp dir holding two directories `a` and `b` usable as jail roots.
+fn two_roots() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::TempDir::new().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    (dir, a, b)
+}
+
 fn spawn(engine: &LoopbackEngine, config: &str) -> IdeProcess {
     IdeProcess::spawn(&["--url", &engine.url(), "--config", config], &[])
 }
@@ -129,10 +138,7 @@ async fn coder_info_round_trip_and_the_caller_field() {
 #[tokio::test]
 async fn hot_reload_applied_then_rejected_keeps_last_good() {
     let engine = LoopbackEngine::start().await;
-    let dir = tempfile::TempDir::new().unwrap();
-    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    std::fs::create_dir(&a).unwrap();
-    std::fs::create_dir(&b).unwrap();
+    let (dir, a, b) = two_roots();
     let seed = seed_file(&dir, &format!("fs:\n  host_roots: [{}]\n", a.display()));
     let ide = boot(&engine, &seed).await;
 
@@ -212,10 +218,7 @@ async fn hot_reload_applied_then_rejected_keeps_last_good() {
 #[tokio::test]
 async fn the_seed_is_used_on_first_registration_only() {
     let engine = LoopbackEngine::start().await;
-    let dir = tempfile::TempDir::new().unwrap();
-    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    std::fs::create_dir(&a).unwrap();
-    std::fs::create_dir(&b).unwrap();
+    let (dir, a, b) = two_roots();
     let seed_a = seed_file(&dir, &format!("fs:\n  host_roots: [{}]\n", a.display()));
     let mut ide = boot(&engine, &seed_a).await;
     ide.signal_term();

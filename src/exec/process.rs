@@ -402,6 +402,7 @@ fn spawn_failure(program: &str, e: &std::io::Error) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::pid_alive;
 
     fn spec(argv: &[&str]) -> Spec {
         Spec {
@@ -411,17 +412,6 @@ mod tests {
             stdin: None,
             max_output_bytes: 1 << 20,
             detach: Detach::for_this_worker(),
-        }
-    }
-
-    fn pid_alive(pid: i32) -> bool {
-        // A zombie still answers kill(0); look at its state instead.
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(s) => !s
-                .rsplit(')')
-                .next()
-                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-            Err(_) => false,
         }
     }
 

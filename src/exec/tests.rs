@@ -7,6 +7,7 @@ use crate::error::WireError;
 use crate::exec::jobs::{JobStatus, JobTable, MAX_RETAINED, NewJob, Runner, Started};
 use crate::exec::process::Outputs;
 use crate::runtime::{LiveRuntime, Runtime};
+use crate::testkit::pid_alive;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -140,16 +141,6 @@ impl World {
         let v = self.ok("shell::status", json!({"job_id": job_id})).await;
         assert_eq!(v["job"]["status"], want, "{v}");
         v
-    }
-}
-
-fn pid_alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
     }
 }
 
@@ -1223,12 +1214,5 @@ async fn processes_left_behind_by_a_command_are_killed_with_it() {
         .unwrap();
     let pid: i32 = v["stdout"].as_str().unwrap().trim().parse().unwrap();
     // gone, or a zombie waiting for init to reap it
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit(')').next().map(|r| r.trim().chars().next()))
-        .flatten();
-    assert!(
-        matches!(state, None | Some('Z') | Some('X')),
-        "pid {pid} still running: {state:?}"
-    );
+    assert!(!pid_alive(pid), "pid {pid} still running");
 }
