@@ -14,7 +14,7 @@ use crate::error::{Class, Failure, Surface, WireError};
 use crate::policy::Tail;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Remove one or more paths.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -127,18 +127,20 @@ fn remove(ctx: &Ctx, raw: &str, path: &Path, recursive: bool) -> Result<(), Fail
     if !md.is_dir() {
         std::fs::remove_file(path).map_err(|e| Failure::from_io(raw, &e))?;
     } else if recursive {
-        let mut entries = Vec::new();
-        collect(ctx, raw, path, &mut entries)?;
-        for p in entries.iter().rev() {
-            let is_dir = std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
-            let r = if is_dir {
-                std::fs::remove_dir(p)
-            } else {
-                std::fs::remove_file(p)
-            };
-            r.map_err(|e| Failure::from_io(raw, &e))?;
+        // The whole subtree is checked before anything goes, so a delete
+        // never stops half way at a protected entry.
+        if crate::fs::find_protected(ctx, path)
+            .map_err(|e| Failure::from_io(raw, &e))?
+            .is_some()
+        {
+            return Err(Failure::bad_input(format!(
+                "refusing to delete {raw:?} recursively: it contains entries coder::* may not \
+                 touch (non_accessible_globs or fs.denylist_paths); nothing was deleted. Delete \
+                 the other entries individually"
+            )));
         }
-        std::fs::remove_dir(path).map_err(|e| Failure::from_io(raw, &e))?;
+        // Never follows symlinks: a link inside is removed, not its target.
+        std::fs::remove_dir_all(path).map_err(|e| Failure::from_io(raw, &e))?;
     } else {
         std::fs::remove_dir(path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::DirectoryNotEmpty {
@@ -156,29 +158,6 @@ fn remove(ctx: &Ctx, raw: &str, path: &Path, recursive: bool) -> Result<(), Fail
     }
     if let Some(parent) = path.parent() {
         sync_dir(parent).map_err(|e| Failure::from_io(raw, &e))?;
-    }
-    Ok(())
-}
-
-/// Pre-order list of everything under `dir` (not following symlinks),
-/// refusing if any entry is protected.
-fn collect(ctx: &Ctx, raw: &str, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
-    let rd = std::fs::read_dir(dir).map_err(|e| Failure::from_io(raw, &e))?;
-    for entry in rd {
-        let entry = entry.map_err(|e| Failure::from_io(raw, &e))?;
-        let p = entry.path();
-        if ctx.runtime.policy.is_protected(&p) {
-            return Err(Failure::bad_input(format!(
-                "refusing to delete {raw:?} recursively: it contains entries coder::* may not \
-                 touch (non_accessible_globs or fs.denylist_paths); nothing was deleted. Delete \
-                 the other entries individually"
-            )));
-        }
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        out.push(p.clone());
-        if is_dir {
-            collect(ctx, raw, &p, out)?;
-        }
     }
     Ok(())
 }
