@@ -106,18 +106,8 @@ async fn delete(ctx: &Ctx, req: DeleteFileInput) -> Result<DeleteFileOutput, Fai
     Ok(DeleteFileOutput { results })
 }
 
-/// Whether `path` is an allowed root or contains one.
-pub fn holds_a_root(ctx: &Ctx, path: &Path) -> bool {
-    let policy = &ctx.runtime.policy;
-    policy
-        .coder_roots()
-        .iter()
-        .chain(policy.jail_roots())
-        .any(|root| root.starts_with(path))
-}
-
 fn remove(ctx: &Ctx, raw: &str, path: &Path, recursive: bool) -> Result<(), Failure> {
-    if holds_a_root(ctx, path) {
+    if ctx.runtime.policy.holds_a_root(path, Surface::Coder) {
         return Err(Failure::bad_input(format!(
             "refusing to delete {raw:?}: it is (or contains) an allowed root; delete the entries \
              inside it instead (coder::list-folder shows them)"

@@ -9,7 +9,6 @@
 //! moved itself, never its target.
 
 use super::create_file::ensure_parent;
-use super::delete_file::holds_a_root;
 use super::{blocking, resolve_scope};
 use crate::atomic::{Clobber, rename};
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
@@ -152,7 +151,7 @@ fn move_one(ctx: &Ctx, spec: &MoveFileSpec, from: &Path, to: &Path) -> Result<bo
     if from == to {
         return Ok(false);
     }
-    if holds_a_root(ctx, from) {
+    if ctx.runtime.policy.holds_a_root(from, Surface::Coder) {
         return Err(Failure::bad_input(format!(
             "refusing to move {raw:?}: it is (or contains) an allowed root"
         )));

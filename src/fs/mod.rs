@@ -36,7 +36,7 @@ pub mod write;
 mod testkit;
 
 use crate::catalog::{Ctx, FunctionDef};
-use crate::error::{Class, Failure};
+use crate::error::{Class, Failure, Surface};
 use crate::sandbox::Target;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -133,8 +133,7 @@ pub fn checked_mode(ctx: &Ctx, mode: &str) -> Result<u32, Failure> {
 
 /// Refuse an operation that would remove or move a jail root (or `/`).
 pub fn refuse_root(ctx: &Ctx, raw: &str, abs: &Path, verb: &str) -> Result<(), Failure> {
-    let roots = ctx.runtime.policy.jail_roots();
-    if abs == Path::new("/") || roots.iter().any(|r| r.starts_with(abs)) {
+    if ctx.runtime.policy.holds_a_root(abs, Surface::Shell) {
         return Err(Failure::bad_input(format!(
             "refusing to {verb} {raw:?}: it is (or contains) a jail root or the filesystem root; \
              {verb} entries inside it instead"

@@ -335,6 +335,21 @@ impl Policy {
             .cloned()
     }
 
+    /// Whether `path` is, or contains, a root the surface anchors at — the
+    /// jail roots, the coder roots, or `/` — so removing or moving it would
+    /// take a root with it.
+    pub fn holds_a_root(&self, path: &Path, surface: Surface) -> bool {
+        let coder = match surface {
+            Surface::Coder => self.coder_roots.as_slice(),
+            Surface::Shell => &[],
+        };
+        path == Path::new("/")
+            || coder
+                .iter()
+                .chain(&self.jail_roots)
+                .any(|root| root.starts_with(path))
+    }
+
     /// Whether a path is under `fs.denylist_paths` (hidden from listings too).
     pub fn is_denylisted(&self, p: &Path) -> bool {
         self.denylist.iter().any(|d| p.starts_with(d))
