@@ -79,6 +79,18 @@ impl Runtime {
     }
 }
 
+/// Run blocking file work on the blocking pool: the async runtime only
+/// coordinates. A panic in `f` becomes a 216 instead of taking the call down.
+pub async fn blocking<T, F>(f: F) -> Result<T, crate::error::Failure>
+where
+    F: FnOnce() -> Result<T, crate::error::Failure> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| crate::error::Failure::io(format!("blocking task failed: {e}")))?
+}
+
 /// Outcome of the most recent hot reload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]

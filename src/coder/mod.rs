@@ -39,16 +39,7 @@ pub fn resolve(ctx: &Ctx, raw: &str, scope: Option<&PathBuf>) -> Result<Resolved
     )
 }
 
-/// Run blocking file work off the async runtime.
-pub async fn blocking<T, F>(f: F) -> Result<T, Failure>
-where
-    F: FnOnce() -> Result<T, Failure> + Send + 'static,
-    T: Send + 'static,
-{
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Failure::io(format!("blocking task failed: {e}")))?
-}
+pub use crate::runtime::blocking;
 
 /// Permission bits (lower 9 bits of `st_mode`).
 pub fn mode_bits(md: &std::fs::Metadata) -> u32 {

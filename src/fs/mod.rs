@@ -59,16 +59,7 @@ pub fn defs() -> Vec<FunctionDef> {
     ]
 }
 
-/// Run blocking filesystem work on a blocking thread.
-pub async fn blocking<T, F>(f: F) -> Result<T, Failure>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T, Failure> + Send + 'static,
-{
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Failure::io(format!("filesystem task failed: {e}")))?
-}
+pub use crate::runtime::blocking;
 
 /// Permission bits (incl. setuid/setgid/sticky) as the wire shows them: `"0644"`.
 pub fn mode_string(mode: u32) -> String {
