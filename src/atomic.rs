@@ -1,22 +1,34 @@
-//! Atomic, durable file replacement.
+//! Atomic, durable file replacement, by handle.
 //!
-//! Every write of a whole file goes through [`write_atomic`]: the bytes go to
-//! a temp file in the same directory, which gets the intended mode (and the
-//! previous file's owner when the worker may set it), is fsynced, renamed
-//! over the target, and the directory is fsynced. A reader sees the old bytes
-//! or the new ones, never a mix; a crash leaves the old file intact; success
-//! is reported only once the new bytes are on disk.
+//! Every write of a whole file goes through [`write_atomic`] or [`Staged`]:
+//! the bytes go to an unnamed `O_TMPFILE` inode created in the target's
+//! directory handle (see [`crate::jail`]), which gets the intended mode (and
+//! the previous file's owner when the worker may set it), is fsynced, and is
+//! then linked into place: straight onto the final name when nothing may be
+//! replaced (the kernel refuses an existing name: no check-then-write race),
+//! else onto a staging name that is renamed over the target. The directory
+//! is fsynced last. A reader sees the old bytes or the new ones, never a
+//! mix; a crash leaves the old file intact and, at worst, one staging name
+//! (`.ide-stage-…`, hidden from every listing and swept at start-up, see
+//! [`sweep`]); success is reported only once the new bytes are on disk.
+//!
+//! Filesystems without `O_TMPFILE` get a named staging file instead (same
+//! prefix, `O_EXCL`), removed when the stage is dropped.
 //!
 //! Content that arrives in pieces (a channel upload, a streamed sed rewrite)
-//! goes through [`Staged`] instead, the same steps split in three: append
-//! bytes, [`Staged::seal`] (mode, owner, fsync; nothing visible yet) and
-//! [`Sealed::commit`] (rename, directory fsync). A batch seals every file
-//! before committing any; dropping a stage at any point deletes its temp
-//! file and leaves the target as it was.
+//! uses [`Staged`]: append bytes, [`Staged::seal`] (mode, owner, fsync;
+//! nothing visible yet) and [`Sealed::commit`] (link/rename, directory
+//! fsync). A batch seals every file before committing any; dropping a stage
+//! at any point leaves the target as it was.
 
+use crate::jail::{self, Parent, STAGING_PREFIX};
+use crate::policy::Resolved;
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, OFlag};
+use std::ffi::OsString;
 use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
 
 /// Mode given to a file that did not exist and was given no mode.
 pub const DEFAULT_FILE_MODE: u32 = 0o644;
@@ -26,103 +38,74 @@ pub const DEFAULT_FILE_MODE: u32 = 0o644;
 pub enum Clobber {
     /// Replace whatever is there.
     Replace,
-    /// Fail with `AlreadyExists` if the target exists when the rename
+    /// Fail with `AlreadyExists` if the target exists when the link
     /// happens (checked by the kernel, not before: no race).
     Never,
 }
 
-/// Replace (or create) `path` with `bytes`. `mode`: the permission bits to
-/// set; `None` keeps the existing file's mode (or [`DEFAULT_FILE_MODE`]).
+/// Replace (or create) the file at `target` with `bytes`. `mode`: the
+/// permission bits to set; `None` keeps the existing file's mode (or
+/// [`DEFAULT_FILE_MODE`]). The owner of an existing file is kept where the
+/// worker may set it.
 pub fn write_atomic(
-    path: &Path,
+    target: &Resolved,
     bytes: &[u8],
     mode: Option<u32>,
     clobber: Clobber,
 ) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let existing = std::fs::metadata(path).ok();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    let mut stage = Staged::new(target)?;
+    let existing = stage.parent.lstat()?.filter(|st| jail::is_file_mode(st.st_mode));
+    stage.write_all(bytes)?;
     let mode = mode
-        .or_else(|| existing.as_ref().map(|m| m.permissions().mode() & 0o7777))
+        .or_else(|| existing.map(|st| st.st_mode & 0o7777))
         .unwrap_or(DEFAULT_FILE_MODE);
-    if let Some(md) = &existing {
-        // Keep the owner when the worker is allowed to (root, or same user).
-        let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(md.uid()), Some(md.gid()));
-    }
-    // After the chown: Linux clears setuid/setgid on chown.
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))?;
-    tmp.as_file().sync_all()?;
-    match clobber {
-        Clobber::Replace => tmp.persist(path).map(drop).map_err(|e| e.error)?,
-        Clobber::Never => tmp.persist_noclobber(path).map(drop).map_err(|e| e.error)?,
-    }
-    // The file is in place; a directory that refuses fsync (some FUSE/9p
-    // mounts) must not turn a completed write into a reported failure.
-    if let Err(e) = sync_dir(dir) {
-        tracing::warn!(dir = %dir.display(), error = %e, "directory fsync failed after rename");
-    }
+    let owner = existing.map(|st| (st.st_uid, st.st_gid));
+    stage.seal(mode, owner)?.commit_with(clobber).map(drop)
+}
+
+/// Rename `from` to `to` by handle; with [`Clobber::Never`] the kernel
+/// refuses (`AlreadyExists`) if `to` exists at that instant. Neither name
+/// is followed. Both directories are fsynced.
+pub fn rename(from: &Resolved, to: &Resolved, clobber: Clobber) -> std::io::Result<()> {
+    let src = from.parent()?;
+    let dst = to.parent()?;
+    src.rename_to(&dst, clobber == Clobber::Never)?;
+    dst.sync_dir();
+    src.sync_dir();
     Ok(())
 }
 
-/// Rename `from` to `to` atomically; with [`Clobber::Never`] the kernel
-/// refuses (`AlreadyExists`) if `to` exists at that instant.
-pub fn rename(from: &Path, to: &Path, clobber: Clobber) -> std::io::Result<()> {
-    match clobber {
-        Clobber::Replace => std::fs::rename(from, to),
-        Clobber::Never => nix::fcntl::renameat2(
-            nix::fcntl::AT_FDCWD,
-            from,
-            nix::fcntl::AT_FDCWD,
-            to,
-            nix::fcntl::RenameFlags::RENAME_NOREPLACE,
-        )
-        .map_err(std::io::Error::from),
-    }
-}
-
 /// Open an existing file for reading so that it can neither hang nor be
-/// redirected: `O_NONBLOCK` (a FIFO opens at once instead of waiting for a
-/// writer), `O_NOFOLLOW` (a symlink swapped in at the tail after the policy
-/// resolved the path fails with `ELOOP` instead of being followed).
-pub fn open_for_read(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW)
-        .open(path)
+/// redirected: by handle, `O_NONBLOCK` (a FIFO opens at once instead of
+/// waiting for a writer), never following a symlink anywhere.
+pub fn open_for_read(target: &Resolved) -> std::io::Result<std::fs::File> {
+    target.loc().open_read()
 }
 
 /// [`open_for_read`], refusing anything but a regular file (212): a
 /// directory, a FIFO, a socket or a device (`/dev/zero` would never end).
 pub fn open_regular(
     raw: &str,
-    path: &Path,
+    target: &Resolved,
 ) -> Result<(std::fs::File, std::fs::Metadata), crate::error::Failure> {
     use crate::error::{Class, Failure};
-    let file = open_for_read(path).map_err(|e| Failure::from_io(raw, &e))?;
+    let file = open_for_read(target).map_err(|e| Failure::from_io(raw, &e))?;
     let md = file.metadata().map_err(|e| Failure::from_io(raw, &e))?;
     if md.is_dir() {
         return Err(Failure::new(
             Class::WrongType,
-            format!("{raw:?} is a directory; list it with coder::list-folder or coder::tree"),
+            format!(
+                "{} is a directory; list it with coder::list-folder or coder::tree",
+                crate::error::quote(raw)
+            ),
         ));
     }
     if !md.is_file() {
         return Err(Failure::new(
             Class::WrongType,
             format!(
-                "{raw:?} is not a regular file (a FIFO, socket or device); only regular files are read or edited"
+                "{} is not a regular file (a FIFO, socket or device); only regular files are read or edited",
+                crate::error::quote(raw)
             ),
         ));
     }
@@ -149,41 +132,64 @@ pub fn revision_of_file(file: &mut std::fs::File) -> std::io::Result<String> {
         .collect())
 }
 
-/// fsync a directory so a rename or unlink in it is durable.
-pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
+/// A fresh staging name.
+fn staging_name() -> OsString {
+    OsString::from(format!("{STAGING_PREFIX}{}", uuid::Uuid::new_v4().simple()))
 }
 
 /// A new version of one file, written but not yet visible.
 pub struct Staged {
-    tmp: tempfile::NamedTempFile,
-    target: PathBuf,
+    file: std::fs::File,
+    parent: Parent,
+    /// The staging name, when the filesystem has no `O_TMPFILE`.
+    named: Option<OsString>,
     written: u64,
 }
 
 impl Staged {
     /// Start a replacement of `target` (which may not exist yet; its parent
     /// directory must).
-    pub fn new(target: &Path) -> std::io::Result<Staged> {
-        let dir = target.parent().unwrap_or(Path::new("/"));
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".ide-tmp")
-            .tempfile_in(dir)?;
+    pub fn new(target: &Resolved) -> std::io::Result<Staged> {
+        Staged::in_parent(target.parent()?)
+    }
+
+    /// Start a new version of the entry `parent` names.
+    pub fn in_parent(parent: Parent) -> std::io::Result<Staged> {
+        let tmp = nix::fcntl::openat(
+            parent.dir(),
+            ".",
+            OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        );
+        let (fd, named): (OwnedFd, Option<OsString>) = match tmp {
+            Ok(fd) => (fd, None),
+            Err(Errno::EOPNOTSUPP) | Err(Errno::EISDIR) | Err(Errno::EINVAL) => {
+                let name = staging_name();
+                let fd = nix::fcntl::openat(
+                    parent.dir(),
+                    name.as_os_str(),
+                    OFlag::O_CREAT
+                        | OFlag::O_EXCL
+                        | OFlag::O_RDWR
+                        | OFlag::O_NOFOLLOW
+                        | OFlag::O_CLOEXEC,
+                    nix::sys::stat::Mode::from_bits_truncate(0o600),
+                )?;
+                (fd, Some(name))
+            }
+            Err(e) => return Err(e.into()),
+        };
         Ok(Staged {
-            tmp,
-            target: target.to_path_buf(),
+            file: fd.into(),
+            parent,
+            named,
             written: 0,
         })
     }
 
     /// Append bytes.
     pub fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.tmp.as_file_mut().write_all(bytes)?;
+        self.file.write_all(bytes)?;
         self.written += bytes.len() as u64;
         Ok(())
     }
@@ -193,13 +199,18 @@ impl Staged {
         self.written
     }
 
+    /// The directory entry this stage will replace.
+    pub fn parent(&self) -> &Parent {
+        &self.parent
+    }
+
     /// Give the new version its final mode and owner and make its bytes
-    /// durable; the temp file is closed (a batch may seal many files before
+    /// durable; nothing is visible yet (a batch may seal many files before
     /// swapping any in). `owner` is the previous file's `(uid, gid)`;
     /// restoring it is best effort (only a privileged worker can give files
     /// away).
     pub fn seal(self, mode: u32, owner: Option<(u32, u32)>) -> std::io::Result<Sealed> {
-        let file = self.tmp.as_file();
+        let file = &self.file;
         file.set_permissions(std::fs::Permissions::from_mode(mode))?;
         if let Some((uid, gid)) = owner {
             let md = file.metadata()?;
@@ -210,36 +221,130 @@ impl Staged {
             }
         }
         file.sync_all()?;
-        Ok(Sealed {
-            tmp: self.tmp.into_temp_path(),
-            target: self.target,
-            written: self.written,
-        })
+        Ok(Sealed { stage: Some(self) })
     }
 
-    /// Seal and swap in at once.
+    /// Seal and swap in at once, replacing what is there.
     pub fn commit(self, mode: u32, owner: Option<(u32, u32)>) -> std::io::Result<u64> {
         self.seal(mode, owner)?.commit()
+    }
+
+    /// Give the unnamed inode the name `name` in the target directory;
+    /// `EEXIST` when taken.
+    fn link_as(&self, name: &std::ffi::OsStr) -> std::io::Result<()> {
+        let fd = self.file.as_fd();
+        let via_proc = nix::unistd::linkat(
+            nix::fcntl::AT_FDCWD,
+            &jail::proc_path(fd),
+            self.parent.dir(),
+            name,
+            AtFlags::AT_SYMLINK_FOLLOW,
+        );
+        match via_proc {
+            Ok(()) => Ok(()),
+            // No /proc: the handle form (needs CAP_DAC_READ_SEARCH).
+            Err(Errno::ENOENT) => Ok(nix::unistd::linkat(
+                fd,
+                "",
+                self.parent.dir(),
+                name,
+                AtFlags::AT_EMPTY_PATH,
+            )?),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(name) = self.named.take() {
+            let _ = nix::unistd::unlinkat(
+                self.parent.dir(),
+                name.as_os_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+        }
     }
 }
 
 /// A complete, durable new version waiting to be swapped in. Dropping it
-/// deletes it.
+/// leaves the target as it was.
 pub struct Sealed {
-    tmp: tempfile::TempPath,
-    target: PathBuf,
-    written: u64,
+    stage: Option<Staged>,
 }
 
 impl Sealed {
-    /// Rename over the target and flush the directory. Returns the size.
+    /// Put the new version in place, replacing what is there, and flush the
+    /// directory. Returns the size.
     pub fn commit(self) -> std::io::Result<u64> {
-        let target = self.target;
-        self.tmp.persist(&target).map_err(|e| e.error)?;
-        // Best effort: some filesystems refuse fsync on a directory.
-        let _ = sync_dir(target.parent().unwrap_or(Path::new("/")));
-        Ok(self.written)
+        self.commit_with(Clobber::Replace)
     }
+
+    /// Put the new version in place; with [`Clobber::Never`] an existing
+    /// target makes it fail with `AlreadyExists` and changes nothing.
+    pub fn commit_with(mut self, clobber: Clobber) -> std::io::Result<u64> {
+        let mut stage = self.stage.take().expect("a sealed stage commits once");
+        let written = stage.written;
+        let target = stage.parent.name.clone();
+        match (stage.named.take(), clobber) {
+            (None, Clobber::Never) => stage.link_as(&target)?,
+            (None, Clobber::Replace) => {
+                // Link under a staging name, then rename over the target: the
+                // only moment a crash can leave a name behind (swept later).
+                let name = staging_name();
+                stage.link_as(&name)?;
+                if let Err(e) = nix::fcntl::renameat(
+                    stage.parent.dir(),
+                    name.as_os_str(),
+                    stage.parent.dir(),
+                    target.as_os_str(),
+                ) {
+                    stage.named = Some(name);
+                    return Err(e.into());
+                }
+            }
+            (Some(name), clobber) => {
+                let flags = if clobber == Clobber::Never {
+                    nix::fcntl::RenameFlags::RENAME_NOREPLACE
+                } else {
+                    nix::fcntl::RenameFlags::empty()
+                };
+                if let Err(e) = nix::fcntl::renameat2(
+                    stage.parent.dir(),
+                    name.as_os_str(),
+                    stage.parent.dir(),
+                    target.as_os_str(),
+                    flags,
+                ) {
+                    stage.named = Some(name);
+                    return Err(e.into());
+                }
+            }
+        }
+        stage.parent.sync_dir();
+        Ok(written)
+    }
+}
+
+/// Remove staging names a killed worker left behind under `root`: entries
+/// named `.ide-stage-…` older than `min_age`, found by a handle walk that
+/// follows no link. Returns how many were removed.
+pub fn sweep(root: &Resolved, min_age: std::time::Duration) -> usize {
+    let mut removed = 0;
+    let now = std::time::SystemTime::now();
+    jail::walk::for_each_staging_name(root.loc(), &mut |dir, name| {
+        let Ok(st) = nix::sys::stat::fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) else {
+            return;
+        };
+        let mtime = std::time::UNIX_EPOCH + std::time::Duration::from_secs(st.st_mtime.max(0) as u64);
+        if now.duration_since(mtime).is_ok_and(|age| age >= min_age)
+            && jail::is_file_mode(st.st_mode)
+            && nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir).is_ok()
+        {
+            removed += 1;
+        }
+    });
+    removed
 }
 
 #[cfg(test)]

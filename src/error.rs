@@ -115,11 +115,80 @@ impl fmt::Display for WireError {
     }
 }
 
+/// How much of any caller input a message quotes.
+pub const QUOTE_CHARS: usize = 200;
+/// Longest message a failure carries (a safety net behind [`quote`]).
+const MAX_MESSAGE_BYTES: usize = 4096;
+
+/// Quote caller input for a message (Rust string syntax), cut to
+/// [`QUOTE_CHARS`] characters with the full length said: a 10 MB path must
+/// not become a 10 MB message.
+pub fn quote(s: &str) -> String {
+    if s.chars().count() <= QUOTE_CHARS {
+        return format!("{s:?}");
+    }
+    let head: String = s.chars().take(QUOTE_CHARS).collect();
+    format!("{head:?}… ({} bytes in all)", s.len())
+}
+
+/// Shorten every double-quoted run (a `{:?}`-quoted input) longer than
+/// [`QUOTE_CHARS`] characters, so no message repeats a huge input whatever
+/// call site built it.
+fn shorten_quotes(message: String) -> String {
+    if message.len() <= QUOTE_CHARS {
+        return message;
+    }
+    let mut out = String::with_capacity(message.len().min(MAX_MESSAGE_BYTES));
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c != '"' {
+            continue;
+        }
+        // Inside a quoted run: copy up to QUOTE_CHARS, skip the rest.
+        let (mut kept, mut dropped) = (0usize, 0usize);
+        let mut escaped = false;
+        for c in chars.by_ref() {
+            let closes = c == '"' && !escaped;
+            escaped = c == '\\' && !escaped;
+            if closes {
+                if dropped > 0 {
+                    out.push_str(&format!("…\" ({dropped} more characters)"));
+                } else {
+                    out.push('"');
+                }
+                break;
+            }
+            if kept < QUOTE_CHARS {
+                out.push(c);
+                kept += 1;
+            } else {
+                dropped += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Cut a message to [`MAX_MESSAGE_BYTES`] on a character boundary.
+fn bounded(message: String) -> String {
+    let mut message = shorten_quotes(message);
+    if message.len() > MAX_MESSAGE_BYTES {
+        let mut end = MAX_MESSAGE_BYTES;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push_str("… (message cut)");
+    }
+    message
+}
+
 impl Failure {
     pub fn new(class: Class, message: impl Into<String>) -> Self {
         Failure {
             class,
-            message: message.into(),
+            message: bounded(message.into()),
         }
     }
 
@@ -137,9 +206,10 @@ impl Failure {
         Self::new(
             Class::NotFound,
             format!(
-                "path not found or not accessible: {raw_path:?}. Check the spelling and list the \
+                "path not found or not accessible: {}. Check the spelling and list the \
                  parent directory to see what exists (coder::list-folder or shell::fs::ls); \
-                 coder::info shows the allowed roots and protected globs."
+                 coder::info shows the allowed roots and protected globs.",
+                quote(raw_path)
             ),
         )
     }
@@ -148,29 +218,37 @@ impl Failure {
     /// permission-denied fold into the redacted 211.
     pub fn from_io(raw_path: &str, err: &std::io::Error) -> Self {
         use std::io::ErrorKind;
+        let q = quote(raw_path);
+        // ELOOP: the handle layer met a symlink (or a way out of its root)
+        // that was not there when the policy decided: redacted.
         if err.raw_os_error() == Some(nix::libc::ELOOP) {
             return Self::not_found(raw_path);
+        }
+        if err.raw_os_error() == Some(nix::libc::ENAMETOOLONG) {
+            return Self::bad_input(format!(
+                "path {q} is too long for the filesystem (a name is at most 255 bytes)"
+            ));
         }
         match err.kind() {
             ErrorKind::NotFound | ErrorKind::PermissionDenied => Self::not_found(raw_path),
             ErrorKind::AlreadyExists => {
-                Self::new(Class::Exists, format!("path already exists: {raw_path:?}"))
+                Self::new(Class::Exists, format!("path already exists: {q}"))
             }
             ErrorKind::DirectoryNotEmpty => Self::new(
                 Class::NotEmpty,
                 format!(
-                    "directory not empty: {raw_path:?}; pass recursive: true to remove it with its contents"
+                    "directory not empty: {q}; pass recursive: true to remove it with its contents"
                 ),
             ),
             ErrorKind::NotADirectory => Self::new(
                 Class::WrongType,
-                format!("a component of {raw_path:?} is not a directory"),
+                format!("a component of {q} is not a directory"),
             ),
             ErrorKind::IsADirectory => Self::new(
                 Class::WrongType,
-                format!("{raw_path:?} is a directory, expected a file"),
+                format!("{q} is a directory, expected a file"),
             ),
-            _ => Self::io(format!("I/O error on {raw_path:?}: {err}")),
+            _ => Self::io(format!("I/O error on {q}: {err}")),
         }
     }
 
@@ -224,6 +302,20 @@ mod tests {
             Failure::from_io("x", &missing),
             Failure::from_io("x", &denied)
         );
+    }
+
+    #[test]
+    fn messages_quote_at_most_a_bounded_part_of_any_input() {
+        let huge = "a/".repeat(5_000_000);
+        let f = Failure::not_found(&huge);
+        assert!(f.message.len() < 1000, "{}", f.message.len());
+        assert!(f.message.contains("bytes in all"));
+        let g = Failure::bad_input(format!("x {:?} y", "b".repeat(10_000)));
+        assert!(g.message.len() < 400, "{}", g.message);
+        assert!(g.message.ends_with(" more characters) y"), "{}", g.message);
+        // short quotes are kept verbatim, escapes included
+        let h = Failure::bad_input(format!("{:?} {}", "q\"x", "z".repeat(300)));
+        assert!(h.message.starts_with("\"q\\\"x\" "), "{}", h.message);
     }
 
     #[test]

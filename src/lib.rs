@@ -31,6 +31,7 @@ pub mod control;
 pub mod error;
 pub mod exec;
 pub mod fs;
+pub mod jail;
 pub mod policy;
 pub mod runtime;
 pub mod sandbox;

@@ -10,10 +10,10 @@ use super::{blocking, resolve, resolve_scope, revision_of};
 use crate::atomic::{Clobber, write_atomic};
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface, WireError};
-use crate::policy::parse_octal_mode;
+use crate::policy::{Resolved, parse_octal_mode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn default_mode() -> String {
     "0644".to_string()
@@ -110,7 +110,7 @@ async fn create(ctx: &Ctx, req: CreateFileInput) -> Result<CreateFileOutput, Fai
         };
         results.push(match outcome {
             Ok((path, (bytes, revision))) => CreateFileResult {
-                path: path.display().to_string(),
+                path: path.path.display().to_string(),
                 success: true,
                 bytes_written: bytes,
                 revision: Some(revision),
@@ -132,11 +132,11 @@ fn prepare(
     ctx: &Ctx,
     spec: &CreateFileSpec,
     scope: Option<&PathBuf>,
-) -> Result<(PathBuf, u32), Failure> {
+) -> Result<(Resolved, u32), Failure> {
     let mode = parse_octal_mode(&spec.mode)?;
     ctx.runtime.policy.check_mode_bits(mode)?;
     let r = resolve(ctx, &spec.path, scope)?;
-    Ok((r.path, mode))
+    Ok((r, mode))
 }
 
 /// The size cap shared by every coder write.
@@ -145,8 +145,9 @@ pub fn check_write_size(raw: &str, len: u64, max_write: u64) -> Result<(), Failu
         return Err(Failure::new(
             Class::TooLarge,
             format!(
-                "{raw:?}: {len} bytes is over max_write_bytes ({max_write}); write it in smaller \
-                 files or stream it with shell::fs::write"
+                "{}: {len} bytes is over max_write_bytes ({max_write}); write it in smaller \
+                 files or stream it with shell::fs::write",
+                crate::error::quote(raw)
             ),
         ));
     }
@@ -154,12 +155,15 @@ pub fn check_write_size(raw: &str, len: u64, max_write: u64) -> Result<(), Failu
 }
 
 /// Refuse when the file's current bytes are not the revision the caller saw.
-pub fn check_revision(raw: &str, path: &Path, expected: &str) -> Result<(), Failure> {
-    let current = match crate::atomic::open_regular(raw, path) {
+pub fn check_revision(raw: &str, target: &Resolved, expected: &str) -> Result<(), Failure> {
+    let current = match crate::atomic::open_regular(raw, target) {
         Ok((mut file, _)) => {
             crate::atomic::revision_of_file(&mut file).map_err(|e| Failure::from_io(raw, &e))?
         }
-        Err(f) if f.class == Class::NotFound && !path.exists() => {
+        Err(f)
+            if f.class == Class::NotFound
+                && target.parent().is_ok_and(|p| p.lstat().is_ok_and(|st| st.is_none())) =>
+        {
             return Err(Failure::new(
                 Class::RevisionConflict,
                 format!(
@@ -185,15 +189,16 @@ pub fn check_revision(raw: &str, path: &Path, expected: &str) -> Result<(), Fail
 }
 
 /// Create the parent directory when asked; explain when not.
-pub fn ensure_parent(raw: &str, path: &Path, parents: bool) -> Result<(), Failure> {
-    let Some(parent) = path.parent() else {
-        return Ok(());
-    };
-    if parent.is_dir() {
+pub fn ensure_parent(raw: &str, target: &Resolved, parents: bool) -> Result<(), Failure> {
+    if target.loc().is_anchor() || target.parent().is_ok() {
         return Ok(());
     }
     if parents {
-        std::fs::create_dir_all(parent).map_err(|e| Failure::from_io(raw, &e))
+        target
+            .loc()
+            .make_parents(0o755)
+            .map(drop)
+            .map_err(|e| Failure::from_io(raw, &e))
     } else {
         Err(Failure::new(
             Class::NotFound,
@@ -206,29 +211,33 @@ pub fn ensure_parent(raw: &str, path: &Path, parents: bool) -> Result<(), Failur
 
 fn write_one(
     spec: &CreateFileSpec,
-    path: &Path,
+    target: &Resolved,
     mode: u32,
     max_write: u64,
 ) -> Result<(u64, String), Failure> {
     let raw = spec.path.as_str();
     let bytes = spec.content.as_bytes();
     check_write_size(raw, bytes.len() as u64, max_write)?;
-    if path.is_dir() {
+    if target
+        .loc()
+        .lstat()
+        .is_ok_and(|st| crate::jail::is_dir_mode(st.st_mode))
+    {
         return Err(Failure::new(
             Class::WrongType,
             format!("{raw:?} is a directory; pick a file path inside it"),
         ));
     }
     if let Some(expected) = &spec.expected_revision {
-        check_revision(raw, path, expected)?;
+        check_revision(raw, target, expected)?;
     }
-    ensure_parent(raw, path, spec.parents)?;
+    ensure_parent(raw, target, spec.parents)?;
     let clobber = if spec.overwrite || spec.expected_revision.is_some() {
         Clobber::Replace
     } else {
         Clobber::Never
     };
-    write_atomic(path, bytes, Some(mode), clobber).map_err(|e| {
+    write_atomic(target, bytes, Some(mode), clobber).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             Failure::new(
                 Class::Exists,

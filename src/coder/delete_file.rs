@@ -8,13 +8,11 @@
 //! their ancestors) are never deleted.
 
 use super::{blocking, resolve_scope};
-use crate::atomic::sync_dir;
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
-use crate::error::{Class, Failure, Surface, WireError};
-use crate::policy::Tail;
+use crate::error::{Class, Failure, Surface, WireError, quote};
+use crate::policy::{Resolved, Tail};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// Remove one or more paths.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -83,7 +81,7 @@ async fn delete(ctx: &Ctx, req: DeleteFileInput) -> Result<DeleteFileOutput, Fai
                     let raw2 = raw.clone();
                     let recursive = req.recursive;
                     blocking(move || {
-                        remove(&ctx2, &raw2, &r.path, recursive).map(|_| (r.path, true))
+                        remove(&ctx2, &raw2, &r, recursive).map(|_| (r.path, true))
                     })
                     .await
                 }
@@ -106,38 +104,35 @@ async fn delete(ctx: &Ctx, req: DeleteFileInput) -> Result<DeleteFileOutput, Fai
     Ok(DeleteFileOutput { results })
 }
 
-fn remove(ctx: &Ctx, raw: &str, path: &Path, recursive: bool) -> Result<(), Failure> {
-    if ctx.runtime.policy.holds_a_root(path, Surface::Coder) {
+fn remove(ctx: &Ctx, raw: &str, target: &Resolved, recursive: bool) -> Result<(), Failure> {
+    let q = quote(raw);
+    if ctx.runtime.policy.holds_a_root(&target.path, Surface::Coder) {
         return Err(Failure::bad_input(format!(
-            "refusing to delete {raw:?}: it is (or contains) an allowed root; delete the entries \
+            "refusing to delete {q}: it is (or contains) an allowed root; delete the entries \
              inside it instead (coder::list-folder shows them)"
         )));
     }
-    let md = std::fs::symlink_metadata(path).map_err(|e| Failure::from_io(raw, &e))?;
-    if !md.is_dir() {
-        std::fs::remove_file(path).map_err(|e| Failure::from_io(raw, &e))?;
+    let parent = target.parent().map_err(|e| Failure::from_io(raw, &e))?;
+    let md = parent
+        .lstat()
+        .map_err(|e| Failure::from_io(raw, &e))?
+        .ok_or_else(|| Failure::not_found(raw))?;
+    if !crate::jail::is_dir_mode(md.st_mode) {
+        parent.unlink().map_err(|e| Failure::from_io(raw, &e))?;
     } else if recursive {
         // The whole subtree is checked before anything goes, so a delete
         // never stops half way at a protected entry.
-        if crate::fs::find_protected(ctx, path)
-            .map_err(|e| Failure::from_io(raw, &e))?
-            .is_some()
-        {
-            return Err(Failure::bad_input(format!(
-                "refusing to delete {raw:?} recursively: it contains entries coder::* may not \
-                 touch (non_accessible_globs or fs.denylist_paths); nothing was deleted. Delete \
-                 the other entries individually"
-            )));
-        }
+        crate::fs::refuse_protected_inside(ctx, raw, target, "delete")
+            .map_err(|f| Failure::new(f.class, format!("{}; nothing was deleted", f.message)))?;
         // Never follows symlinks: a link inside is removed, not its target.
-        std::fs::remove_dir_all(path).map_err(|e| Failure::from_io(raw, &e))?;
+        crate::jail::remove_tree(&parent).map_err(|e| Failure::from_io(raw, &e))?;
     } else {
-        std::fs::remove_dir(path).map_err(|e| {
+        parent.rmdir().map_err(|e| {
             if e.kind() == std::io::ErrorKind::DirectoryNotEmpty {
                 Failure::new(
                     Class::NotEmpty,
                     format!(
-                        "{raw:?} is a non-empty directory; pass recursive: true to delete it with \
+                        "{q} is a non-empty directory; pass recursive: true to delete it with \
                          everything inside"
                     ),
                 )
@@ -146,9 +141,7 @@ fn remove(ctx: &Ctx, raw: &str, path: &Path, recursive: bool) -> Result<(), Fail
             }
         })?;
     }
-    if let Some(parent) = path.parent() {
-        sync_dir(parent).map_err(|e| Failure::from_io(raw, &e))?;
-    }
+    parent.sync_dir();
     Ok(())
 }
 

@@ -10,14 +10,12 @@
 
 use super::create_file::ensure_parent;
 use super::{blocking, resolve_scope};
-use crate::atomic::{Clobber, rename};
+use crate::atomic::{Clobber, Staged, rename};
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
-use crate::error::{Class, Failure, Surface, WireError};
-use crate::policy::Tail;
+use crate::error::{Class, Failure, Surface, WireError, quote};
+use crate::policy::{Resolved, Tail};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 
 fn yes() -> bool {
     true
@@ -112,7 +110,7 @@ async fn move_files(ctx: &Ctx, req: MoveFileInput) -> Result<MoveFileOutput, Fai
             Ok((from, to)) => {
                 let ctx2 = ctx.clone();
                 let s = spec.clone();
-                let (fp, tp) = (from.path.clone(), to.path.clone());
+                let (fp, tp) = (from.clone(), to.clone());
                 blocking(move || Ok(move_one(&ctx2, &s, &fp, &tp)))
                     .await
                     .unwrap_or_else(Err)
@@ -146,57 +144,56 @@ async fn move_files(ctx: &Ctx, req: MoveFileInput) -> Result<MoveFileOutput, Fai
     Ok(MoveFileOutput { results })
 }
 
-fn move_one(ctx: &Ctx, spec: &MoveFileSpec, from: &Path, to: &Path) -> Result<bool, Failure> {
+fn move_one(
+    ctx: &Ctx,
+    spec: &MoveFileSpec,
+    from: &Resolved,
+    to: &Resolved,
+) -> Result<bool, Failure> {
     let raw = spec.from.as_str();
-    if from == to {
+    let q = quote(raw);
+    if from.path == to.path {
         return Ok(false);
     }
-    if ctx.runtime.policy.holds_a_root(from, Surface::Coder) {
+    if ctx.runtime.policy.holds_a_root(&from.path, Surface::Coder) {
         return Err(Failure::bad_input(format!(
-            "refusing to move {raw:?}: it is (or contains) an allowed root"
+            "refusing to move {q}: it is (or contains) an allowed root"
         )));
     }
-    let src_md = std::fs::symlink_metadata(from).map_err(|e| Failure::from_io(raw, &e))?;
-    if src_md.is_dir() && to.starts_with(from) {
+    let src = from.parent().map_err(|e| Failure::from_io(raw, &e))?;
+    let src_md = src
+        .lstat()
+        .map_err(|e| Failure::from_io(raw, &e))?
+        .ok_or_else(|| Failure::not_found(raw))?;
+    let src_is_dir = crate::jail::is_dir_mode(src_md.st_mode);
+    if src_is_dir && to.path.starts_with(&from.path) {
         return Err(Failure::bad_input(format!(
-            "cannot move the directory {raw:?} into itself ({:?})",
-            spec.to
+            "cannot move the directory {q} into itself ({})",
+            quote(&spec.to)
         )));
     }
     // Moving a directory re-roots everything inside it: a protected entry
     // would come out under a name the protection no longer matches.
-    if src_md.is_dir()
-        && crate::fs::find_protected(ctx, from)
-            .map_err(|e| Failure::from_io(raw, &e))?
-            .is_some()
-    {
-        return Err(Failure::bad_input(format!(
-            "refusing to move {raw:?}: it contains entries coder::* may not touch \
-             (non_accessible_globs or fs.denylist_paths); move the other entries individually"
-        )));
+    if src_is_dir {
+        crate::fs::refuse_protected_inside(ctx, raw, from, "move")?;
     }
-    if let Ok(dst_md) = std::fs::symlink_metadata(to) {
-        if dst_md.is_dir() {
+    if let Ok(Some(dst_md)) = to.parent().and_then(|p| p.lstat()) {
+        if crate::jail::is_dir_mode(dst_md.st_mode) {
             let name = from
+                .path
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let corrected = to.join(&name);
+            let corrected = to.path.join(&name);
             return Err(Failure::bad_input(format!(
-                "destination {:?} is an existing directory; to move {raw:?} into it, pass to: \
+                "destination {} is an existing directory; to move {q} into it, pass to: \
                  \"{}\"",
-                spec.to,
+                quote(&spec.to),
                 corrected.display()
             )));
         }
         if !spec.overwrite {
-            return Err(Failure::new(
-                Class::Exists,
-                format!(
-                    "destination {:?} already exists; pass overwrite: true to replace it",
-                    spec.to
-                ),
-            ));
+            return Err(exists(&spec.to));
         }
     }
     ensure_parent(&spec.to, to, spec.parents)?;
@@ -211,104 +208,118 @@ fn move_one(ctx: &Ctx, spec: &MoveFileSpec, from: &Path, to: &Path) -> Result<bo
             cross_device(spec, from, to, &src_md, clobber)?;
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(Failure::new(
-                Class::Exists,
-                format!(
-                    "destination {:?} already exists; pass overwrite: true to replace it",
-                    spec.to
-                ),
-            ));
+            return Err(exists(&spec.to));
         }
         Err(e) => return Err(Failure::from_io(raw, &e)),
-    }
-    for dir in [from.parent(), to.parent()].into_iter().flatten() {
-        let _ = crate::atomic::sync_dir(dir);
     }
     Ok(true)
 }
 
+fn exists(raw_to: &str) -> Failure {
+    Failure::new(
+        Class::Exists,
+        format!(
+            "destination {} already exists; pass overwrite: true to replace it",
+            quote(raw_to)
+        ),
+    )
+}
+
 /// Copy-then-delete for a regular file on another filesystem.
 ///
-/// The copy is streamed into a temp file beside the destination and fsynced;
-/// an existing destination is kept under a temporary hard link until the
-/// source is gone, so a failure at any step leaves either the old state or
-/// the new one — never a lost file.
+/// The copy is staged beside the destination and fsynced; an existing
+/// destination is kept under a staging hard link until the source is gone,
+/// so a failure at any step leaves either the old state or the new one —
+/// never a lost file.
 fn cross_device(
     spec: &MoveFileSpec,
-    from: &Path,
-    to: &Path,
-    src_md: &std::fs::Metadata,
+    from: &Resolved,
+    to: &Resolved,
+    src_md: &nix::sys::stat::FileStat,
     clobber: Clobber,
 ) -> Result<(), Failure> {
     let raw = spec.from.as_str();
-    if !src_md.is_file() {
+    if !crate::jail::is_file_mode(src_md.st_mode) {
         return Err(Failure::bad_input(format!(
-            "{raw:?} is a directory (or special file) on another filesystem than {:?}; \
+            "{} is a directory (or special file) on another filesystem than {}; \
              cross-filesystem moves handle files only — create the directory at the destination \
              and move its files individually",
-            spec.to
+            quote(raw),
+            quote(&spec.to)
         )));
     }
-    let dir = to
-        .parent()
-        .ok_or_else(|| Failure::bad_input(format!("{:?} has no parent directory", spec.to)))?;
     let io_to = |e: std::io::Error| Failure::from_io(&spec.to, &e);
-    let mut src = std::fs::File::open(from).map_err(|e| Failure::from_io(raw, &e))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ide-move.")
-        .tempfile_in(dir)
+    let (mut file, _) = crate::atomic::open_regular(raw, from)?;
+    let mut stage = Staged::new(to).map_err(io_to)?;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = std::io::Read::read(&mut file, &mut buf).map_err(|e| Failure::from_io(raw, &e))?;
+        if n == 0 {
+            break;
+        }
+        stage.write_all(&buf[..n]).map_err(io_to)?;
+    }
+    let dst = stage.parent().clone();
+    let sealed = stage
+        .seal(src_md.st_mode & 0o7777, None)
         .map_err(io_to)?;
-    std::io::copy(&mut src, tmp.as_file_mut()).map_err(io_to)?;
-    let mode = src_md.permissions().mode() & 0o7777;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(io_to)?;
-    tmp.as_file().sync_all().map_err(io_to)?;
     // Keep the old destination reachable until the move is complete.
-    let backup = if clobber == Clobber::Replace && to.exists() {
-        let b = dir.join(format!(".ide-move-backup.{}", uuid::Uuid::new_v4()));
-        std::fs::hard_link(to, &b).map_err(io_to)?;
-        Some(b)
+    let backup = if clobber == Clobber::Replace && dst.lstat().is_ok_and(|st| st.is_some()) {
+        let name = std::ffi::OsString::from(format!(
+            "{}{}",
+            crate::jail::STAGING_PREFIX,
+            uuid::Uuid::new_v4().simple()
+        ));
+        nix::unistd::linkat(
+            dst.dir(),
+            dst.name.as_os_str(),
+            dst.dir(),
+            name.as_os_str(),
+            nix::fcntl::AtFlags::empty(),
+        )
+        .map_err(|e| io_to(e.into()))?;
+        Some(name)
     } else {
         None
     };
-    let committed = match clobber {
-        Clobber::Replace => tmp.persist(to).map(drop).map_err(|e| e.error),
-        Clobber::Never => tmp.persist_noclobber(to).map(drop).map_err(|e| e.error),
+    let drop_backup = |name: &std::ffi::OsString| {
+        let _ = nix::unistd::unlinkat(
+            dst.dir(),
+            name.as_os_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        );
     };
-    if let Err(e) = committed {
+    if let Err(e) = sealed.commit_with(clobber) {
         if let Some(b) = &backup {
-            let _ = std::fs::remove_file(b);
+            drop_backup(b);
         }
         return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
-            Failure::new(
-                Class::Exists,
-                format!(
-                    "destination {:?} already exists; pass overwrite: true to replace it",
-                    spec.to
-                ),
-            )
+            exists(&spec.to)
         } else {
             io_to(e)
         });
     }
-    if let Err(e) = std::fs::remove_file(from) {
+    let src = from.parent().map_err(|e| Failure::from_io(raw, &e))?;
+    if let Err(e) = src.unlink() {
         // Undo: the old destination back (or no destination), source intact.
         let undo = match &backup {
-            Some(b) => std::fs::rename(b, to),
-            None => std::fs::remove_file(to),
+            Some(b) => nix::fcntl::renameat(dst.dir(), b.as_os_str(), dst.dir(), dst.name.as_os_str())
+                .map_err(std::io::Error::from),
+            None => dst.unlink(),
         };
         return Err(Failure::io(format!(
-            "copied {raw:?} to {:?} but could not delete the source ({e}); {}",
-            spec.to,
+            "copied {} to {} but could not delete the source ({e}); {}",
+            quote(raw),
+            quote(&spec.to),
             match undo {
                 Ok(()) => "the destination was restored, nothing changed".to_string(),
                 Err(u) => format!("restoring the destination failed too ({u}); check both paths"),
             }
         )));
     }
+    src.sync_dir();
     if let Some(b) = &backup {
-        let _ = std::fs::remove_file(b);
+        drop_backup(b);
     }
     Ok(())
 }

@@ -211,12 +211,15 @@ struct Opened {
     mtime: i64,
 }
 
-fn open_file(raw: &str, path: &std::path::Path) -> Result<(std::fs::File, Opened), Failure> {
-    let (file, md) = crate::atomic::open_regular(raw, path)?;
+fn open_file(
+    raw: &str,
+    target: &crate::policy::Resolved,
+) -> Result<(std::fs::File, Opened), Failure> {
+    let (file, md) = crate::atomic::open_regular(raw, target)?;
     Ok((
         file,
         Opened {
-            canonical: path.to_path_buf(),
+            canonical: target.path.clone(),
             size: md.len(),
             mode: mode_bits(&md),
             mtime: mtime_secs(&md),
@@ -245,13 +248,13 @@ struct Answer {
 /// for a full read exceeding it, `over_budget` builds the C218.
 fn read_one(
     raw: &str,
-    path: PathBuf,
+    target: crate::policy::Resolved,
     plan: Plan,
     budget: Option<u64>,
     max_read: Option<u64>,
     over_budget: &dyn Fn(&Opened, u64) -> Failure,
 ) -> Result<Answer, Failure> {
-    let (file, o) = open_file(raw, &path)?;
+    let (file, o) = open_file(raw, &target)?;
     let mut a = Answer {
         path: o.canonical.display().to_string(),
         size: o.size,
@@ -436,7 +439,7 @@ async fn single(
                 ),
             )
         };
-        read_one(&raw_for_err, resolved.path, plan, budget, max_read, &over)
+        read_one(&raw_for_err, resolved, plan, budget, max_read, &over)
     })
     .await?;
     Ok(ReadFileOutput {
@@ -559,7 +562,7 @@ async fn batch(
                     ),
                 )
             };
-            read_one(&raw_c, resolved.path, plan, budget, max_read, &over)
+            read_one(&raw_c, resolved, plan, budget, max_read, &over)
         })
         .await;
         match answer {

@@ -128,7 +128,7 @@ pub async fn grep(ctx: Ctx, req: GrepRequest) -> Result<GrepResponse, Failure> {
             .policy
             .resolve_existing(&req.path, Surface::Shell, Tail::Follow, None)?;
     let tree = Tree {
-        root: resolved.path,
+        root: resolved,
         recursive: req.recursive,
         filter,
         runtime: ctx.runtime.clone(),
@@ -254,7 +254,11 @@ fn search(
             }
             // Regular files only (a FIFO would block the walk), and none over
             // fs.max_read_bytes (0 = unlimited), like coder::search.
-            match std::fs::symlink_metadata(&found.abs) {
+            let file = match found.at.loc().open_read() {
+                Ok(f) => f,
+                Err(_) => return true,
+            };
+            match file.metadata() {
                 Ok(md) if md.is_file() && (max_file == 0 || md.len() <= max_file) => {}
                 _ => return true,
             }
@@ -272,7 +276,7 @@ fn search(
             };
             // Unreadable files (gone, permission) are skipped like binary ones.
             if searcher
-                .search_path(&matcher, &found.abs, &mut sink)
+                .search_file(&matcher, &file, &mut sink)
                 .is_err()
                 || sink.binary
             {

@@ -151,25 +151,49 @@ pub fn wrong_type(message: impl Into<String>) -> Failure {
     Failure::new(Class::WrongType, message)
 }
 
-/// The first protected entry (denylisted or matched by a protected glob)
-/// under `dir`, walking without following symlinks. Used to refuse
-/// recursive removals and moves that would take protected files along.
-pub fn find_protected(ctx: &Ctx, dir: &Path) -> std::io::Result<Option<PathBuf>> {
+/// Refuse to remove or move the directory `dir` (resolved from `raw`) when
+/// doing so would take protected entries along: when it is or holds a path
+/// of `fs.denylist_paths` — decided from the list alone, so the refusal
+/// says nothing about whether a hidden entry exists — or when a walk by
+/// handle finds an entry matched by `code.non_accessible_globs` (listings
+/// show those anyway).
+pub fn refuse_protected_inside(
+    ctx: &Ctx,
+    raw: &str,
+    dir: &crate::policy::Resolved,
+    verb: &str,
+) -> Result<(), Failure> {
     let policy = &ctx.runtime.policy;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let entry = entry?;
-            let path = entry.path();
-            if policy.is_protected(&path) {
-                return Ok(Some(path));
-            }
-            if entry.file_type()?.is_dir() {
-                stack.push(path);
-            }
-        }
+    let q = crate::error::quote(raw);
+    if policy.holds_denylisted(&dir.path) {
+        return Err(Failure::bad_input(format!(
+            "refusing to {verb} {q}: it is or contains a path of fs.denylist_paths; \
+             {verb} the other entries individually"
+        )));
     }
-    Ok(None)
+    if let Some(found) = find_glob_protected(ctx, dir) {
+        return Err(Failure::bad_input(format!(
+            "refusing to {verb} {q}: it contains {}, an entry matched by \
+             code.non_accessible_globs; {verb} the other entries individually",
+            found.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The first entry under `dir` matched by `code.non_accessible_globs`,
+/// walking by handle without following symlinks.
+pub fn find_glob_protected(ctx: &Ctx, dir: &crate::policy::Resolved) -> Option<PathBuf> {
+    let policy = &ctx.runtime.policy;
+    let mut found = None;
+    crate::jail::walk::walk(dir.loc(), Default::default(), |node| {
+        if node.depth > 0 && policy.is_non_accessible(node.path) {
+            found = Some(node.path.to_path_buf());
+            return crate::jail::walk::Step::Stop;
+        }
+        crate::jail::walk::Step::Descend
+    });
+    found
 }
 
 #[cfg(test)]

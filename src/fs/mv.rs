@@ -19,7 +19,6 @@ use crate::policy::Tail;
 use crate::sandbox::Target;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MvRequest {
@@ -89,25 +88,20 @@ pub async fn mv(ctx: Ctx, req: MvRequest) -> Result<MvResponse, Failure> {
     let (raw_src, raw_dst, overwrite) = (req.src.clone(), req.dst.clone(), req.overwrite);
     let ctx2 = ctx.clone();
     super::blocking(move || {
-        let md =
-            std::fs::symlink_metadata(&src.path).map_err(|e| Failure::from_io(&raw_src, &e))?;
-        if md.is_dir() {
+        let md = src
+            .parent()
+            .and_then(|p| p.lstat())
+            .map_err(|e| Failure::from_io(&raw_src, &e))?
+            .ok_or_else(|| Failure::not_found(&raw_src))?;
+        if crate::jail::is_dir_mode(md.st_mode) {
             if dst.path.starts_with(&src.path) {
                 return Err(Failure::bad_input(format!(
                     "cannot move {raw_src:?} into itself ({raw_dst:?})"
                 )));
             }
-            let protected = super::find_protected(&ctx2, &src.path)
-                .map_err(|e| Failure::from_io(&raw_src, &e))?;
-            if protected.is_some() {
-                return Err(Failure::bad_input(format!(
-                    "refusing to move {raw_src:?}: it holds protected entries \
-                     (code.non_accessible_globs / fs.denylist_paths) that shell::fs::mv never \
-                     moves; move the other entries individually"
-                )));
-            }
+            super::refuse_protected_inside(&ctx2, &raw_src, &src, "move")?;
         }
-        let existed = std::fs::symlink_metadata(&dst.path).is_ok();
+        let existed = dst.parent().is_ok_and(|p| p.lstat().is_ok_and(|st| st.is_some()));
         let exists_error = || {
             Failure::new(
                 Class::Exists,
@@ -124,7 +118,7 @@ pub async fn mv(ctx: Ctx, req: MvRequest) -> Result<MvResponse, Failure> {
         } else {
             Clobber::Never
         };
-        crate::atomic::rename(&src.path, &dst.path, clobber).map_err(|e| match e.kind() {
+        crate::atomic::rename(&src, &dst, clobber).map_err(|e| match e.kind() {
             std::io::ErrorKind::AlreadyExists => exists_error(),
             std::io::ErrorKind::CrossesDevices => Failure::io(format!(
                 "{raw_src:?} and {raw_dst:?} are on different filesystems and shell::fs::mv only \
@@ -136,7 +130,6 @@ pub async fn mv(ctx: Ctx, req: MvRequest) -> Result<MvResponse, Failure> {
             }
             _ => Failure::from_io(&raw_dst, &e),
         })?;
-        let _ = crate::atomic::sync_dir(dst.path.parent().unwrap_or(Path::new("/")));
         Ok(MvResponse {
             moved: true,
             src: raw_src,

@@ -95,7 +95,7 @@ pub async fn read(ctx: Ctx, req: ReadRequest) -> Result<ReadResponseWire, Failur
     let cap = ctx.runtime.config.fs.max_read_bytes;
     let (file, md) = super::blocking(move || {
         let file =
-            crate::atomic::open_for_read(&resolved.path).map_err(|e| Failure::from_io(&raw, &e))?;
+            crate::atomic::open_for_read(&resolved).map_err(|e| Failure::from_io(&raw, &e))?;
         let md = file.metadata().map_err(|e| Failure::from_io(&raw, &e))?;
         if md.is_dir() {
             return Err(super::wrong_type(format!(

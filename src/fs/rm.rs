@@ -82,12 +82,15 @@ pub async fn rm(ctx: Ctx, req: RmRequest) -> Result<RmResponse, Failure> {
     let recursive = req.recursive;
     let ctx2 = ctx.clone();
     super::blocking(move || {
-        let target = resolved.path;
-        let md = std::fs::symlink_metadata(&target).map_err(|e| Failure::from_io(&raw, &e))?;
-        if !md.is_dir() {
-            std::fs::remove_file(&target).map_err(|e| Failure::from_io(&raw, &e))?;
+        let parent = resolved.parent().map_err(|e| Failure::from_io(&raw, &e))?;
+        let md = parent
+            .lstat()
+            .map_err(|e| Failure::from_io(&raw, &e))?
+            .ok_or_else(|| Failure::not_found(&raw))?;
+        if !crate::jail::is_dir_mode(md.st_mode) {
+            parent.unlink().map_err(|e| Failure::from_io(&raw, &e))?;
         } else if !recursive {
-            std::fs::remove_dir(&target).map_err(|e| match e.kind() {
+            parent.rmdir().map_err(|e| match e.kind() {
                 std::io::ErrorKind::DirectoryNotEmpty => Failure::new(
                     Class::NotEmpty,
                     format!(
@@ -98,17 +101,10 @@ pub async fn rm(ctx: Ctx, req: RmRequest) -> Result<RmResponse, Failure> {
                 _ => Failure::from_io(&raw, &e),
             })?;
         } else {
-            let protected =
-                super::find_protected(&ctx2, &target).map_err(|e| Failure::from_io(&raw, &e))?;
-            if protected.is_some() {
-                return Err(Failure::bad_input(format!(
-                    "refusing to remove {raw:?} recursively: it holds protected entries \
-                     (code.non_accessible_globs / fs.denylist_paths) that shell::fs::rm never \
-                     deletes; remove the other entries individually"
-                )));
-            }
-            std::fs::remove_dir_all(&target).map_err(|e| Failure::from_io(&raw, &e))?;
+            super::refuse_protected_inside(&ctx2, &raw, &resolved, "remove")?;
+            crate::jail::remove_tree(&parent).map_err(|e| Failure::from_io(&raw, &e))?;
         }
+        parent.sync_dir();
         Ok(RmResponse {
             removed: true,
             path: raw,

@@ -23,6 +23,7 @@
 
 use super::tree::{Filter, Tree};
 use crate::atomic::Staged;
+use crate::policy::Resolved;
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
 use crate::policy::Tail;
@@ -32,7 +33,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::io::BufRead;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 
 /// Longest line handled when `fs.max_write_bytes` is 0 (unlimited).
 pub const MAX_LINE_UNLIMITED: u64 = 64 * 1024 * 1024;
@@ -186,7 +186,7 @@ impl Edit {
     }
 
     /// Edit one file in place (atomically); returns replacements made.
-    fn file(&self, raw: &str, abs: &Path) -> Result<u64, Failure> {
+    fn file(&self, raw: &str, abs: &Resolved) -> Result<u64, Failure> {
         let io = |e: std::io::Error| Failure::from_io(raw, &e);
         let src = crate::atomic::open_for_read(abs).map_err(io)?;
         let md = src.metadata().map_err(io)?;
@@ -275,13 +275,13 @@ impl Edit {
         if let Some(s) = staged {
             // Refuse to replace a file that changed (or was replaced) while
             // it was being edited: the other writer's update would be lost.
-            let now = std::fs::symlink_metadata(abs).map_err(io)?;
+            let now = abs.loc().lstat().map_err(io)?;
             if (
-                now.dev(),
-                now.ino(),
-                now.len(),
-                now.mtime(),
-                now.mtime_nsec(),
+                now.st_dev,
+                now.st_ino,
+                now.st_size as u64,
+                now.st_mtime,
+                now.st_mtime_nsec,
             ) != (md.dev(), md.ino(), md.len(), md.mtime(), md.mtime_nsec())
             {
                 return Err(Failure::io(format!(
@@ -365,7 +365,7 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
                     .policy
                     .resolve_existing(&raw, Surface::Shell, Tail::Follow, None)?;
             let tree = Tree {
-                root: resolved.path,
+                root: resolved,
                 recursive: req.recursive,
                 filter,
                 runtime: ctx.runtime.clone(),
@@ -373,11 +373,11 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
             super::blocking(move || {
                 let mut results = Vec::new();
                 tree.for_each_sorted(|found| {
-                    if super::tree::looks_binary(&found.abs).unwrap_or(true) {
+                    if super::tree::looks_binary(&found.at).unwrap_or(true) {
                         return true;
                     }
                     let display = super::display_path(&raw, &found.rel);
-                    let r = outcome(display, edit.file(&raw, &found.abs));
+                    let r = outcome(display, edit.file(&raw, &found.at));
                     if r.replacements > 0 || !r.success {
                         results.push(r);
                     }
@@ -389,13 +389,11 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
         }
         None => {
             let policy = &ctx.runtime.policy;
-            let targets: Vec<(String, Result<std::path::PathBuf, Failure>)> = req
+            let targets: Vec<(String, Result<Resolved, Failure>)> = req
                 .files
                 .iter()
                 .map(|raw| {
-                    let r = policy
-                        .resolve_existing(raw, Surface::Shell, Tail::Follow, None)
-                        .map(|r| r.path);
+                    let r = policy.resolve_existing(raw, Surface::Shell, Tail::Follow, None);
                     (raw.clone(), r)
                 })
                 .collect();

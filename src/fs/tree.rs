@@ -1,6 +1,7 @@
 //! The walk behind `shell::fs::grep` and `shell::fs::sed`.
 //!
-//! Starts at a directory the policy already resolved and yields regular files
+//! Starts at a directory the policy already resolved and walks it by
+//! directory handles ([`crate::jail::walk`]), yielding regular files
 //! only: symlinks are never followed (a link inside the jail may point out of
 //! it), special files (FIFOs, devices) are skipped, and every entry the
 //! policy calls protected — denylisted or matched by a protected glob — is
@@ -11,11 +12,14 @@
 //! path relative to the walked root; an excluded directory is pruned whole.
 
 use crate::error::Failure;
+use crate::jail::dir::Kind;
+use crate::jail::walk::{self, Options, Step};
+use crate::policy::Resolved;
 use crate::runtime::Runtime;
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use ignore::{DirEntry, WalkBuilder};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Compiled include/exclude filters.
 #[derive(Clone)]
@@ -72,7 +76,7 @@ impl Filter {
 
 /// A walk over one resolved root.
 pub struct Tree {
-    pub root: PathBuf,
+    pub root: Resolved,
     pub recursive: bool,
     pub filter: Filter,
     pub runtime: Arc<Runtime>,
@@ -83,96 +87,99 @@ pub struct Found {
     pub abs: PathBuf,
     /// Relative to the walked root (empty when the root is the file).
     pub rel: PathBuf,
+    /// Where to open it: by handle, below the walked root.
+    pub at: Resolved,
 }
 
 impl Tree {
-    fn builder(&self) -> WalkBuilder {
-        let mut b = WalkBuilder::new(&self.root);
-        b.standard_filters(false)
-            .follow_links(false)
-            .max_depth(if self.recursive { None } else { Some(1) });
-        let runtime = self.runtime.clone();
-        let filter = self.filter.clone();
-        let root = self.root.clone();
-        b.filter_entry(move |e| {
-            if e.depth() == 0 {
-                return true;
-            }
-            if runtime.policy.is_protected(e.path()) {
-                return false;
-            }
-            let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-            !(is_dir && filter.prunes_dir(e.path().strip_prefix(&root).unwrap_or(e.path())))
-        });
-        b
-    }
-
-    /// Whether a walked entry is a file to visit.
-    fn accept(&self, e: &DirEntry) -> Option<Found> {
-        if !e.file_type().is_some_and(|t| t.is_file()) {
-            return None;
-        }
-        let abs = e.path().to_path_buf();
-        if self.runtime.policy.is_protected(&abs) {
-            return None;
-        }
-        let rel = abs.strip_prefix(&self.root).unwrap_or(&abs).to_path_buf();
-        let subject = if rel.as_os_str().is_empty() {
-            abs.file_name().map(PathBuf::from).unwrap_or_default()
-        } else {
-            rel.clone()
-        };
-        self.filter
-            .wants_file(&subject)
-            .then_some(Found { abs, rel })
-    }
-
     /// Visit files in name order, one thread. `visit` returns false to stop.
     pub fn for_each_sorted(&self, mut visit: impl FnMut(Found) -> bool) {
-        let mut b = self.builder();
-        b.sort_by_file_name(|a, b| a.cmp(b));
-        for entry in b.build().flatten() {
-            if let Some(found) = self.accept(&entry) {
-                if !visit(found) {
-                    break;
-                }
+        // A file as the root: the walk is that one file.
+        let is_file = self
+            .root
+            .loc()
+            .lstat()
+            .is_ok_and(|st| crate::jail::is_file_mode(st.st_mode));
+        if is_file {
+            let name = self.root.path.file_name().map(PathBuf::from).unwrap_or_default();
+            if !self.runtime.policy.is_protected(&self.root.path) && self.filter.wants_file(&name)
+            {
+                visit(Found {
+                    abs: self.root.path.clone(),
+                    rel: PathBuf::new(),
+                    at: self.root.clone(),
+                });
             }
+            return;
         }
+        let opts = Options {
+            max_depth: if self.recursive { None } else { Some(1) },
+            ..Options::default()
+        };
+        walk::walk(self.root.loc(), opts, |node| {
+            if node.depth == 0 {
+                return Step::Descend;
+            }
+            if self.runtime.policy.is_protected(node.path) {
+                return Step::Skip;
+            }
+            match node.kind {
+                Kind::Dir if self.filter.prunes_dir(node.rel) => Step::Skip,
+                Kind::Dir => Step::Descend,
+                Kind::File if self.filter.wants_file(node.rel) => {
+                    let found = Found {
+                        abs: node.path.to_path_buf(),
+                        rel: node.rel.to_path_buf(),
+                        at: self.root.below(node.rel),
+                    };
+                    if visit(found) { Step::Descend } else { Step::Stop }
+                }
+                _ => Step::Descend,
+            }
+        });
     }
 
-    /// Visit files on several threads. `make_visitor` builds one visitor a
-    /// thread; a visitor returns false to stop the whole walk.
+    /// Visit files on several threads: the walk runs on the calling thread
+    /// and hands files to one visitor per worker. `make_visitor` builds one
+    /// visitor a thread; a visitor returns false to stop the whole walk.
     pub fn for_each_parallel<F>(&self, make_visitor: impl Fn() -> F + Sync)
     where
         F: FnMut(Found) -> bool + Send,
     {
-        let tree = self;
-        self.builder().build_parallel().run(|| {
-            let mut visit = make_visitor();
-            Box::new(move |entry| {
-                let Ok(entry) = entry else {
-                    return ignore::WalkState::Continue;
-                };
-                match tree.accept(&entry) {
-                    Some(found) => {
-                        if visit(found) {
-                            ignore::WalkState::Continue
-                        } else {
-                            ignore::WalkState::Quit
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Found>(1024);
+        let rx = Mutex::new(rx);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                let (rx, stop, make_visitor) = (&rx, &stop, &make_visitor);
+                scope.spawn(move || {
+                    let mut visit = make_visitor();
+                    loop {
+                        let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                        let Ok(found) = next else { break };
+                        if stop.load(Ordering::Relaxed) {
+                            continue;
+                        }
+                        if !visit(found) {
+                            stop.store(true, Ordering::Relaxed);
                         }
                     }
-                    None => ignore::WalkState::Continue,
-                }
-            })
+                });
+            }
+            self.for_each_sorted(|found| {
+                !stop.load(Ordering::Relaxed) && tx.send(found).is_ok()
+            });
+            drop(tx);
         });
     }
 }
 
 /// Whether the first 8 KiB of a file hold a NUL byte (the usual "binary"
 /// heuristic of grep and git).
-pub fn looks_binary(path: &Path) -> std::io::Result<bool> {
+pub fn looks_binary(at: &Resolved) -> std::io::Result<bool> {
     use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
+    let mut f = at.loc().open_read()?;
     let mut buf = [0u8; 8192];
     let mut filled = 0;
     while filled < buf.len() {

@@ -26,6 +26,7 @@
 //! may die mid-upload should check `bytes_written`.
 
 use crate::atomic::{Sealed, Staged};
+use crate::policy::Resolved;
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
 use crate::policy::Tail;
@@ -35,7 +36,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
 
 /// Write content: a plain string is written inline (host target only); an object is a streaming ContentRef { channel_id, access_key, direction }.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -225,49 +225,52 @@ pub async fn write(ctx: Ctx, mut req: WriteRequest) -> Result<WriteResponse, Fai
 
 /// Where and how one file will be written.
 struct Plan {
-    target: PathBuf,
+    target: Resolved,
     mode: u32,
     owner: Option<(u32, u32)>,
 }
 
 fn plan(
     raw: &str,
-    target: PathBuf,
+    target: Resolved,
     mode: Option<u32>,
     parents: bool,
     special_ok: bool,
 ) -> Result<Plan, Failure> {
-    match std::fs::metadata(&target) {
-        Ok(md) => {
-            if md.is_dir() {
+    let q = crate::error::quote(raw);
+    match target.loc().lstat() {
+        Ok(st) => {
+            if crate::jail::is_dir_mode(st.st_mode) {
                 return Err(super::wrong_type(format!(
-                    "{raw:?} is a directory; shell::fs::write writes files"
+                    "{q} is a directory; shell::fs::write writes files"
                 )));
             }
-            if !md.is_file() {
+            if !crate::jail::is_file_mode(st.st_mode) {
                 return Err(super::wrong_type(format!(
-                    "{raw:?} is not a regular file (a FIFO, socket or device); shell::fs::write \
+                    "{q} is not a regular file (a FIFO, socket or device); shell::fs::write \
                      replaces regular files only"
                 )));
             }
-            let kept = md.mode() & if special_ok { 0o7777 } else { 0o777 };
+            let kept = st.st_mode & if special_ok { 0o7777 } else { 0o777 };
             Ok(Plan {
                 target,
                 mode: mode.unwrap_or(kept),
-                owner: Some((md.uid(), md.gid())),
+                owner: Some((st.st_uid, st.st_gid)),
             })
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let parent = target.parent().map(PathBuf::from).unwrap_or_default();
-            match std::fs::metadata(&parent) {
-                Ok(p) if p.is_dir() => {}
-                Ok(_) => {
+            match target.parent() {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(nix::libc::ENOTDIR) => {
                     return Err(super::wrong_type(format!(
-                        "the parent of {raw:?} is not a directory"
+                        "the parent of {q} is not a directory"
                     )));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && parents => {
-                    std::fs::create_dir_all(&parent).map_err(|e| Failure::from_io(raw, &e))?;
+                    target
+                        .loc()
+                        .make_parents(0o755)
+                        .map_err(|e| Failure::from_io(raw, &e))?;
                 }
                 Err(e) => return Err(Failure::from_io(raw, &e)),
             }
@@ -316,7 +319,7 @@ async fn stage_one(
             }
             let text = text.clone();
             super::blocking(move || {
-                let plan = plan(&raw, resolved.path, mode, parents, special_ok)?;
+                let plan = plan(&raw, resolved, mode, parents, special_ok)?;
                 let io = |e: std::io::Error| Failure::from_io(&raw, &e);
                 let mut staged = Staged::new(&plan.target).map_err(io)?;
                 staged.write_all(text.as_bytes()).map_err(io)?;
@@ -327,7 +330,7 @@ async fn stage_one(
         WriteContentWire::Stream(channel) => {
             let plan = {
                 let raw = raw.clone();
-                super::blocking(move || plan(&raw, resolved.path, mode, parents, special_ok))
+                super::blocking(move || plan(&raw, resolved, mode, parents, special_ok))
                     .await?
             };
             let Some(out) = &ctx.services.outbound else {

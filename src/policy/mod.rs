@@ -16,7 +16,8 @@
 mod walk;
 
 use crate::config::Config;
-use crate::error::{Class, Failure, Surface};
+use crate::error::{Class, Failure, Surface, quote};
+use crate::jail::{Anchor, Loc, Parent};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::path::{Path, PathBuf};
 
@@ -40,17 +41,65 @@ pub enum Tail {
     Entry,
 }
 
-/// A wire path after the policy accepted it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A wire path after the policy accepted it, and where to operate on it:
+/// every filesystem operation goes through [`Resolved::loc`] (the handle
+/// layer, [`crate::jail`]), never through `path` as a string.
+#[derive(Debug, Clone)]
 pub struct Resolved {
     /// Absolute path with every existing symlink resolved (the tail too,
-    /// unless resolved with [`Tail::Entry`]).
+    /// unless resolved with [`Tail::Entry`]). For messages and matching.
     pub path: PathBuf,
     /// The allowed root containing `path`, if any.
     pub root: Option<PathBuf>,
     /// Whether `path` existed when it was resolved.
     pub exists: bool,
+    loc: Loc,
 }
+
+impl PartialEq for Resolved {
+    fn eq(&self, other: &Resolved) -> bool {
+        self.path == other.path && self.root == other.root && self.exists == other.exists
+    }
+}
+
+impl Resolved {
+    /// A resolved location built from a handle location (tests and walks,
+    /// whose entries were reached by handle).
+    pub fn from_loc(loc: Loc, root: Option<PathBuf>, exists: bool) -> Resolved {
+        Resolved {
+            path: loc.abs(),
+            root,
+            exists,
+            loc,
+        }
+    }
+
+    /// Where the operation happens: the canonical path below a root handle.
+    pub fn loc(&self) -> &Loc {
+        &self.loc
+    }
+
+    /// The entry's directory handle and name, for `*at()` changes.
+    pub fn parent(&self) -> std::io::Result<Parent> {
+        self.loc.parent()
+    }
+
+    /// A path below this one, reached by handle (`name` is one component).
+    pub fn child(&self, name: &std::ffi::OsStr) -> Resolved {
+        Resolved::from_loc(self.loc.child(name), self.root.clone(), true)
+    }
+
+    /// A path below this one (`rel` is canonical and relative: an entry a
+    /// handle walk met), opened from the same root handle.
+    pub fn below(&self, rel: &Path) -> Resolved {
+        Resolved::from_loc(self.loc.below(rel), self.root.clone(), true)
+    }
+}
+
+/// Longest path accepted (bytes), like the kernel's `PATH_MAX`.
+const MAX_PATH_BYTES: usize = 4096;
+/// Longest path component accepted (bytes), like `NAME_MAX`.
+const MAX_NAME_BYTES: usize = 255;
 
 /// The compiled policy of one runtime snapshot.
 #[derive(Debug)]
@@ -70,6 +119,9 @@ pub struct Policy {
     /// is pruned (`**/node_modules/**` → `**/node_modules`).
     default_exclude_dirs: GlobSet,
     allow_special_bits: bool,
+    /// A handle per jail root (same order), or on `/` when unjailed: every
+    /// operation starts from one of these.
+    anchors: Vec<Anchor>,
 }
 
 fn compile_globs(key: &str, globs: &[String]) -> Result<GlobSet, String> {
@@ -145,7 +197,19 @@ impl Policy {
                 }
             }
         }
+        let anchor_paths = match mode {
+            Mode::Jailed => jail_roots.clone(),
+            Mode::Unjailed => vec![PathBuf::from("/")],
+        };
+        let mut anchors = Vec::new();
+        for p in &anchor_paths {
+            anchors.push(
+                Anchor::open(p)
+                    .map_err(|e| format!("cannot open root {}: {e}", p.display()))?,
+            );
+        }
         Ok(Policy {
+            anchors,
             mode,
             jail_roots,
             coder_roots,
@@ -209,7 +273,24 @@ impl Policy {
         }
         if raw.contains('\0') {
             return Err(Failure::bad_input(format!(
-                "path {raw:?} contains a NUL byte"
+                "path {} contains a NUL byte",
+                quote(raw)
+            )));
+        }
+        if raw.len() > MAX_PATH_BYTES {
+            return Err(Failure::bad_input(format!(
+                "path {} is {} bytes long; the limit is {MAX_PATH_BYTES} bytes",
+                quote(raw),
+                raw.len()
+            )));
+        }
+        if let Some(long) = raw.split('/').find(|c| c.len() > MAX_NAME_BYTES) {
+            return Err(Failure::bad_input(format!(
+                "path {} has a component of {} bytes ({}); a file name is at most \
+                 {MAX_NAME_BYTES} bytes",
+                quote(raw),
+                long.len(),
+                quote(long)
             )));
         }
         let wire = Path::new(raw);
@@ -221,8 +302,9 @@ impl Policy {
             match (surface, self.mode) {
                 (Surface::Shell, Mode::Unjailed) => {
                     return Err(Failure::bad_input(format!(
-                        "relative path {raw:?} is not accepted while unjailed (fs.host_roots is \
-                         empty): pass an absolute, already-expanded path (\"~\" is never expanded)"
+                        "relative path {} is not accepted while unjailed (fs.host_roots is \
+                         empty): pass an absolute, already-expanded path (\"~\" is never expanded)",
+                        quote(raw)
                     )));
                 }
                 _ => self.roots_for(surface)[0].join(wire),
@@ -238,9 +320,10 @@ impl Policy {
         let walked = walk::resolve(&absolute, tail).map_err(|e| match e {
             walk::WalkError::Denied => Failure::not_found(raw),
             walk::WalkError::Loop => Failure::bad_input(format!(
-                "path {raw:?} has too many levels of symbolic links"
+                "path {} has too many levels of symbolic links",
+                quote(raw)
             )),
-            walk::WalkError::Io(err) => Failure::io(format!("cannot resolve {raw:?}: {err}")),
+            walk::WalkError::Io(err) => Failure::from_io(raw, &err),
         })?;
         let root = self.containing_root(&walked.path);
         if self.mode == Mode::Jailed && root.is_none() {
@@ -251,26 +334,31 @@ impl Policy {
                 return Err(Failure::new(
                     Class::OutsideScope,
                     format!(
-                        "path {raw:?} resolves outside the session directory {} (base_dir); pass a \
+                        "path {} resolves outside the session directory {} (base_dir); pass a \
                          path inside it, or omit base_dir to address the allowed roots",
+                        quote(raw),
                         scope.display()
                     ),
                 ));
             }
         }
-        if walked.dangling_tail {
-            return Err(Failure::bad_input(format!(
-                "path {raw:?} is a symbolic link whose target does not exist; address the \
-                 target path directly, or remove the link"
-            )));
-        }
-        if self.is_denylisted(&walked.path) || self.is_inside_non_accessible(&walked.path) {
+        // A link whose target is missing reads exactly like a link to a
+        // denied target and like a missing path: nothing tells them apart.
+        if walked.dangling_tail
+            || self.is_denylisted(&walked.path)
+            || self.is_inside_non_accessible(&walked.path)
+        {
             return Err(Failure::not_found(raw));
         }
+        let loc = self
+            .anchor_of(&walked.path)
+            .and_then(|a| a.locate(&walked.path))
+            .ok_or_else(|| self.escape(raw, surface))?;
         Ok(Resolved {
             path: walked.path,
             root,
             exists: walked.exists,
+            loc,
         })
     }
 
@@ -296,7 +384,7 @@ impl Policy {
         if !r.path.is_dir() {
             return Err(Failure::new(
                 Class::WrongType,
-                format!("base_dir {raw:?} is not a directory"),
+                format!("base_dir {} is not a directory", quote(raw)),
             ));
         }
         Ok(r.path)
@@ -311,8 +399,9 @@ impl Policy {
         Failure::new(
             Class::JailEscape,
             format!(
-                "path {raw:?} escapes the fs jail roots [{}] (lexically or through a symlink); \
+                "path {} escapes the fs jail roots [{}] (lexically or through a symlink); \
                  pass a path inside one of them (relative paths resolve against {})",
+                quote(raw),
                 roots.join(", "),
                 roots
                     .first()
@@ -320,6 +409,29 @@ impl Policy {
                     .unwrap_or("the primary root")
             ),
         )
+    }
+
+    /// The handle an absolute path is operated on from: the deepest jail
+    /// root holding it, or `/` when unjailed.
+    fn anchor_of(&self, p: &Path) -> Option<&Anchor> {
+        self.anchors
+            .iter()
+            .filter(|a| p.starts_with(a.path()))
+            .max_by_key(|a| a.path().as_os_str().len())
+    }
+
+    /// Resolve an absolute path the worker itself chose (a root, a
+    /// configured directory): the same decision as a wire path.
+    pub fn locate(&self, abs: &Path) -> Option<Resolved> {
+        let raw = abs.to_str()?;
+        self.resolve(raw, Surface::Shell, Tail::Follow, None).ok()
+    }
+
+    /// Whether `dir` is, or contains, a path of `fs.denylist_paths` —
+    /// decided from the list, not from what exists, so refusing to move or
+    /// delete it reveals nothing about hidden entries.
+    pub fn holds_denylisted(&self, dir: &Path) -> bool {
+        self.denylist.iter().any(|d| d.starts_with(dir))
     }
 
     fn containing_root(&self, p: &Path) -> Option<PathBuf> {

@@ -23,7 +23,7 @@ use crate::error::{Class, Failure, Surface, WireError};
 use line_ops::LineOp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use crate::policy::Resolved;
 
 /// One edit operation.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -110,6 +110,8 @@ pub struct UpdateFileResult {
     pub applied: usize,
     /// Final line count after applying (only meaningful when `success`).
     pub new_line_count: u64,
+    /// False when the ops produced exactly the bytes already on disk: nothing was written (same inode, same mtime), e.g. a `replace` that matched nothing.
+    pub changed: bool,
     /// Revision (SHA-256 hex) of the bytes written; pass it as `expected_revision` on the next edit.
     pub revision: Option<String>,
     /// Per-op bounded post-apply echoes for edit verification. Empty on failure.
@@ -159,8 +161,7 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
             Err(f) => Err(f),
             Ok(r) if !r.exists => Err(Failure::not_found(&spec.path)),
             Ok(r) => {
-                let path = r.path;
-                blocking(move || edit_file(&spec, &path, max_write).map(|out| (path, out))).await
+                blocking(move || edit_file(&spec, &r, max_write).map(|out| (r.path, out))).await
             }
         };
         results.push(match outcome {
@@ -169,6 +170,7 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
                 success: true,
                 applied: done.applied,
                 new_line_count: done.new_line_count,
+                changed: done.changed,
                 revision: Some(done.revision),
                 echoes: done.echoes.echoes,
                 echoes_truncated: done.echoes.truncated,
@@ -179,6 +181,7 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
                 success: false,
                 applied: 0,
                 new_line_count: 0,
+                changed: false,
                 revision: None,
                 echoes: Vec::new(),
                 echoes_truncated: false,
@@ -191,6 +194,7 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
 
 struct Done {
     applied: usize,
+    changed: bool,
     new_line_count: u64,
     revision: String,
     echoes: Echoes,
@@ -267,7 +271,7 @@ fn join_lines(lines: &[String], final_newline: bool) -> String {
     out
 }
 
-fn edit_file(spec: &UpdateFileSpec, path: &Path, max_write: u64) -> Result<Done, Failure> {
+fn edit_file(spec: &UpdateFileSpec, path: &Resolved, max_write: u64) -> Result<Done, Failure> {
     let raw = spec.path.as_str();
     if spec.ops.is_empty() {
         return Err(Failure::bad_input(format!(
@@ -420,11 +424,16 @@ fn edit_file(spec: &UpdateFileSpec, path: &Path, max_write: u64) -> Result<Done,
 
     let bytes = encode(&body, &shape);
     check_write_size(raw, bytes.len() as u64, max_write)?;
-    // Narrow the read-modify-write window: refuse if the file changed while
-    // the ops ran.
-    check_revision(raw, path, &original_revision)?;
-    write_atomic(path, &bytes, None, Clobber::Replace).map_err(|e| Failure::from_io(raw, &e))?;
+    let changed = bytes != original;
+    if changed {
+        // Narrow the read-modify-write window: refuse if the file changed
+        // while the ops ran.
+        check_revision(raw, path, &original_revision)?;
+        write_atomic(path, &bytes, None, Clobber::Replace)
+            .map_err(|e| Failure::from_io(raw, &e))?;
+    }
     Ok(Done {
+        changed,
         applied: spec.ops.len(),
         new_line_count: count_lines(body.as_bytes()),
         revision: revision_of(&bytes),
