@@ -7,12 +7,13 @@
 //! with `non_accessible: true`.
 
 use super::{EntryKind, blocking, mtime_secs, resolve, resolve_scope};
+use crate::policy::Resolved;
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn default_path() -> String {
     ".".to_string()
@@ -84,31 +85,40 @@ pub fn def() -> FunctionDef {
     )
 }
 
-/// Names of a directory's entries, sorted, without the denylisted ones.
-pub fn sorted_names(ctx: &Ctx, raw: &str, dir: &Path) -> Result<Vec<OsString>, Failure> {
-    let rd = std::fs::read_dir(dir).map_err(|e| Failure::from_io(raw, &e))?;
+/// A directory read by handle: its entries' names, sorted, without the
+/// denylisted ones (and the worker's staging names).
+pub struct Listing {
+    pub dir: std::os::fd::OwnedFd,
+    pub path: PathBuf,
+    pub names: Vec<OsString>,
+}
+
+/// Read the directory `dir` (resolved by the policy) through its handle.
+pub fn sorted_names(ctx: &Ctx, raw: &str, dir: &Resolved) -> Result<Listing, Failure> {
+    let fd = dir.loc().open_dir().map_err(|e| Failure::from_io(raw, &e))?;
+    let entries = crate::jail::dir::read_sorted(std::os::fd::AsFd::as_fd(&fd))
+        .map_err(|e| Failure::from_io(raw, &e))?;
     let policy = &ctx.runtime.policy;
-    let mut names = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| Failure::from_io(raw, &e))?;
-        let name = entry.file_name();
-        if policy.is_denylisted(&dir.join(&name)) {
-            continue;
-        }
-        names.push(name);
-    }
-    names.sort();
-    Ok(names)
+    let names = entries
+        .into_iter()
+        .map(|e| e.name)
+        .filter(|n| !policy.is_denylisted(&dir.path.join(n)))
+        .collect();
+    Ok(Listing {
+        dir: fd,
+        path: dir.path.clone(),
+        names,
+    })
 }
 
 /// Describe one entry without following a symlink.
 pub fn describe(
     ctx: &Ctx,
-    dir: &Path,
+    listing: &Listing,
     name: &OsString,
 ) -> Option<(EntryKind, u64, i64, bool, PathBuf)> {
-    let path = dir.join(name);
-    let md = std::fs::symlink_metadata(&path).ok()?;
+    let path = listing.path.join(name);
+    let md = crate::jail::child_metadata(std::os::fd::AsFd::as_fd(&listing.dir), name).ok()?;
     let kind = EntryKind::of(&md.file_type());
     let protected = ctx.runtime.policy.is_non_accessible(&path);
     Some((kind, md.len(), mtime_secs(&md), protected, path))
@@ -128,7 +138,11 @@ async fn list_folder(ctx: &Ctx, req: ListFolderInput) -> Result<ListFolderOutput
     if !resolved.exists {
         return Err(Failure::not_found(&req.path));
     }
-    if !resolved.path.is_dir() {
+    if !resolved
+        .loc()
+        .lstat()
+        .is_ok_and(|st| crate::jail::is_dir_mode(st.st_mode))
+    {
         return Err(Failure::new(
             Class::WrongType,
             format!(
@@ -141,8 +155,8 @@ async fn list_folder(ctx: &Ctx, req: ListFolderInput) -> Result<ListFolderOutput
     let raw = req.path.clone();
     let page = req.page;
     blocking(move || {
-        let dir = resolved.path;
-        let names = sorted_names(&ctx2, &raw, &dir)?;
+        let listing = sorted_names(&ctx2, &raw, &resolved)?;
+        let names = &listing.names;
         let total = names.len() as u64;
         let start = (page - 1).saturating_mul(page_size);
         let entries = names
@@ -150,7 +164,7 @@ async fn list_folder(ctx: &Ctx, req: ListFolderInput) -> Result<ListFolderOutput
             .skip(start.min(total) as usize)
             .take(page_size as usize)
             .filter_map(|name| {
-                let (kind, size, mtime, non_accessible, _) = describe(&ctx2, &dir, name)?;
+                let (kind, size, mtime, non_accessible, _) = describe(&ctx2, &listing, name)?;
                 Some(DirEntry {
                     name: name.to_string_lossy().into_owned(),
                     kind,
@@ -161,7 +175,7 @@ async fn list_folder(ctx: &Ctx, req: ListFolderInput) -> Result<ListFolderOutput
             })
             .collect();
         Ok(ListFolderOutput {
-            path: dir.display().to_string(),
+            path: listing.path.display().to_string(),
             entries,
             total,
             page,

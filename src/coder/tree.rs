@@ -151,7 +151,10 @@ async fn tree(ctx: &Ctx, req: TreeInput) -> Result<TreeOutput, Failure> {
     if !resolved.exists {
         return Err(Failure::not_found(&req.path));
     }
-    let md = std::fs::metadata(&resolved.path).map_err(|e| Failure::from_io(&req.path, &e))?;
+    let md = resolved
+        .loc()
+        .metadata()
+        .map_err(|e| Failure::from_io(&req.path, &e))?;
     if !md.is_dir() {
         return Err(Failure::new(
             Class::WrongType,
@@ -172,7 +175,7 @@ async fn tree(ctx: &Ctx, req: TreeInput) -> Result<TreeOutput, Failure> {
     let raw = req.path.clone();
     blocking(move || {
         let policy = &ctx2.runtime.policy;
-        let root_path = resolved.path;
+        let root_path = resolved.path.clone();
         let mut arena = vec![Building {
             name: root_path
                 .file_name()
@@ -197,17 +200,20 @@ async fn tree(ctx: &Ctx, req: TreeInput) -> Result<TreeOutput, Failure> {
                 arena[idx].truncated = Some(truncation("max_nodes", 0, None, &dir));
                 continue;
             }
-            let names = match sorted_names(&ctx2, &raw, &dir) {
+            let at = resolved.below(dir.strip_prefix(&root_path).unwrap_or(std::path::Path::new("")));
+            let listing = match sorted_names(&ctx2, &raw, &at) {
                 Ok(n) => n,
                 Err(_) if idx != 0 => continue,
                 Err(e) => return Err(e),
             };
             let mut omitted_noise = false;
-            let eligible: Vec<_> = names
-                .into_iter()
+            let eligible: Vec<_> = listing
+                .names
+                .iter()
+                .cloned()
                 .filter(|n| req.include_hidden || !n.to_string_lossy().starts_with('.'))
                 .filter_map(|n| {
-                    let d = describe(&ctx2, &dir, &n)?;
+                    let d = describe(&ctx2, &listing, &n)?;
                     if req.use_default_excludes && d.0 != EntryKind::Dir && policy.is_excluded(&d.4)
                     {
                         omitted_noise = true;

@@ -2,20 +2,24 @@
 //!
 //! `mode` is octal (special bits only with `fs.allow_special_bits`); `uid` /
 //! `gid` chown numerically. The path itself follows a symlink (like
-//! chmod(1)). `recursive: true` walks the tree without following symlinks
+//! chmod(1)); a recursive change refuses a symlink as its root (212).
+//! `recursive: true` walks the tree by handle without following symlinks
 //! (they are skipped, never changed) and never touches a protected entry;
+//! a regular file with more than one hard link is refused (the change would
+//! land on its other names too, which the policy cannot see);
 //! children are changed before their directory, so a mode without `x` on
 //! directories cannot cut the walk short. `entries_changed` counts the
 //! entries the change was applied to.
 
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Failure, Surface};
-use crate::policy::Tail;
+use crate::jail::dir::Kind;
+use crate::jail::walk::{self, Step};
+use crate::policy::{Resolved, Tail};
 use crate::sandbox::Target;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::os::fd::{AsFd, BorrowedFd};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ChmodRequest {
@@ -82,31 +86,49 @@ pub async fn chmod(ctx: Ctx, req: ChmodRequest) -> Result<ChmodResponse, Failure
             recursive: false,
         });
     }
-    let resolved =
-        ctx.runtime
-            .policy
-            .resolve_existing(&req.path, Surface::Shell, Tail::Follow, None)?;
+    // A recursive change never follows a link, the root included (it would
+    // re-mode the linked tree); a single change follows it, like chmod(1).
+    let tail = if req.recursive {
+        Tail::Entry
+    } else {
+        Tail::Follow
+    };
+    let resolved = ctx
+        .runtime
+        .policy
+        .resolve_existing(&req.path, Surface::Shell, tail, None)?;
     let raw = req.path.clone();
     let (uid, gid, recursive) = (req.uid, req.gid, req.recursive);
     let runtime = ctx.runtime.clone();
     super::blocking(move || {
-        let apply = |p: &Path| -> std::io::Result<()> {
-            if uid.is_some() || gid.is_some() {
-                std::os::unix::fs::chown(p, uid, gid)?;
-            }
-            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
-        };
-        let mut changed = 0u64;
-        if recursive && std::fs::metadata(&resolved.path).is_ok_and(|m| m.is_dir()) {
-            let protected = |p: &Path| runtime.policy.is_protected(p);
-            walk_post_order(&resolved.path, &protected, &mut |p| {
-                apply(p)?;
-                changed += 1;
-                Ok(())
-            })
-            .map_err(|e| Failure::from_io(&raw, &e))?;
+        let q = crate::error::quote(&raw);
+        let io = |e: std::io::Error| Failure::from_io(&raw, &e);
+        let root = resolved.loc().open_path().map_err(io)?;
+        let st = crate::jail::fstat(root.as_fd()).map_err(io)?;
+        if crate::jail::is_link_mode(st.st_mode) {
+            return Err(super::wrong_type(format!(
+                "{q} is a symbolic link; a recursive chmod never follows links — pass the \
+                 directory it points to, or drop recursive to change the link's target"
+            )));
         }
-        apply(&resolved.path).map_err(|e| Failure::from_io(&raw, &e))?;
+        let mut changed = 0u64;
+        if recursive && crate::jail::is_dir_mode(st.st_mode) {
+            let entries = tree_post_order(&resolved, &runtime.policy);
+            // A hard-linked file would change under its other names too,
+            // wherever they are: refuse before changing anything.
+            if let Some(linked) = entries.iter().find(|(_, multi)| *multi) {
+                return Err(hard_linked(&linked.0.path.display().to_string()));
+            }
+            for (entry, _) in &entries {
+                let fd = entry.loc().open_path().map_err(io)?;
+                apply(fd.as_fd(), mode, uid, gid).map_err(io)?;
+                changed += 1;
+            }
+        }
+        if crate::jail::is_file_mode(st.st_mode) && st.st_nlink > 1 {
+            return Err(hard_linked(&raw));
+        }
+        apply(root.as_fd(), mode, uid, gid).map_err(io)?;
         changed += 1;
         Ok(ChmodResponse {
             entries_changed: changed,
@@ -117,27 +139,63 @@ pub async fn chmod(ctx: Ctx, req: ChmodRequest) -> Result<ChmodResponse, Failure
     .await
 }
 
-/// Visit every entry under `dir` (not `dir` itself), children before their
-/// directory, skipping symlinks and protected entries (and what is below a
-/// protected directory).
-fn walk_post_order(
-    dir: &Path,
-    protected: &dyn Fn(&Path) -> bool,
-    visit: &mut dyn FnMut(&Path) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        let ft = entry.file_type()?;
-        if ft.is_symlink() || protected(&path) {
-            continue;
-        }
-        if ft.is_dir() {
-            walk_post_order(&path, protected, visit)?;
-        }
-        visit(&path)?;
+fn hard_linked(raw: &str) -> Failure {
+    Failure::bad_input(format!(
+        "{} is a regular file with more than one hard link; its mode and owner are shared with \
+         names the policy cannot see (possibly outside the jail), so shell::fs::chmod refuses \
+         it; copy it to a file of its own first (coder::create-file), then change that",
+        crate::error::quote(raw)
+    ))
+}
+
+/// Mode (and owner) of one handle; chown first, since Linux clears
+/// setuid/setgid on chown.
+fn apply(fd: BorrowedFd<'_>, mode: u32, uid: Option<u32>, gid: Option<u32>) -> std::io::Result<()> {
+    if uid.is_some() || gid.is_some() {
+        crate::jail::chown_fd(fd, uid, gid)?;
     }
-    Ok(())
+    crate::jail::chmod_fd(fd, mode)
+}
+
+/// Every entry under `dir` (not `dir` itself), children before their
+/// directory, walked by handle: symlinks and protected entries (and what is
+/// below a protected directory) are left out. Each comes with whether it
+/// is a regular file with more than one link.
+fn tree_post_order(dir: &Resolved, policy: &crate::policy::Policy) -> Vec<(Resolved, bool)> {
+    let mut out = Vec::new();
+    // Directories wait until their subtree is done: (depth, entry).
+    let mut pending: Vec<(usize, Resolved)> = Vec::new();
+    walk::walk(dir.loc(), Default::default(), |node| {
+        if node.depth == 0 {
+            return Step::Descend;
+        }
+        while pending.last().is_some_and(|(d, _)| *d >= node.depth) {
+            let (_, done) = pending.pop().expect("checked above");
+            out.push((done, false));
+        }
+        if node.kind == Kind::Symlink || policy.is_protected(node.path) {
+            return Step::Skip;
+        }
+        let at = dir.below(node.rel);
+        match node.kind {
+            Kind::Dir => pending.push((node.depth, at)),
+            _ => {
+                let multi = node.kind == Kind::File
+                    && nix::sys::stat::fstatat(
+                        node.dir.as_fd(),
+                        node.name,
+                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                    )
+                    .is_ok_and(|st| st.st_nlink > 1);
+                out.push((at, multi));
+            }
+        }
+        Step::Descend
+    });
+    while let Some((_, done)) = pending.pop() {
+        out.push((done, false));
+    }
+    out
 }
 
 #[cfg(test)]

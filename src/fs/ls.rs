@@ -16,7 +16,7 @@
 //! cannot hide behind an unchanged mtime. Entries expire after
 //! [`CACHE_TTL`], and at most [`CACHE_DIRS`] directories are kept.
 
-use super::stat::{FsEntry, entry_name};
+use super::stat::FsEntry;
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Failure, Surface};
 use crate::policy::Tail;
@@ -140,25 +140,41 @@ pub async fn ls(ctx: Ctx, req: LsRequest) -> Result<LsResponse, Failure> {
     let raw = req.path.clone();
     let runtime = ctx.runtime.clone();
     super::blocking(move || {
-        let dir = resolved.path;
-        let md = std::fs::metadata(&dir).map_err(|e| Failure::from_io(&raw, &e))?;
+        let dir = resolved.path.clone();
+        let handle = resolved
+            .loc()
+            .open_dir()
+            .map_err(|e| match e.raw_os_error() {
+                Some(nix::libc::ENOTDIR) => super::wrong_type(format!(
+                    "{} is not a directory; shell::fs::ls lists directories (use \
+                     shell::fs::stat for a single file)",
+                    crate::error::quote(&raw)
+                )),
+                _ => Failure::from_io(&raw, &e),
+            })?;
+        let md = std::fs::File::from(
+            nix::unistd::dup(std::os::fd::AsFd::as_fd(&handle))
+                .map_err(|e| Failure::from_io(&raw, &e.into()))?,
+        )
+        .metadata()
+        .map_err(|e| Failure::from_io(&raw, &e))?;
         if !md.is_dir() {
             return Err(super::wrong_type(format!(
                 "{raw:?} is not a directory; shell::fs::ls lists directories (use \
                  shell::fs::stat for a single file)"
             )));
         }
-        let names = sorted_names(&dir, &md).map_err(|e| Failure::from_io(&raw, &e))?;
+        let names = sorted_names(&dir, &handle, &md).map_err(|e| Failure::from_io(&raw, &e))?;
         let hidden = |name: &OsString| runtime.policy.is_denylisted(&dir.join(name));
         let visible: Vec<&OsString> = names.iter().filter(|n| !hidden(n)).collect();
         let total = visible.len();
         let (start, end) = window(total, page, size);
         let mut entries = Vec::with_capacity(end - start);
         for name in &visible[start..end] {
-            let path = dir.join(name);
             // An entry removed since the listing was read is skipped.
-            if let Ok(md) = std::fs::symlink_metadata(&path) {
-                entries.push(FsEntry::from_metadata(entry_name(&path), &md));
+            let at = std::os::fd::AsFd::as_fd(&handle);
+            if let Ok(md) = crate::jail::child_metadata(at, name) {
+                entries.push(FsEntry::from_metadata(name.to_string_lossy().into_owned(), &md));
             }
         }
         Ok(LsResponse {
@@ -208,7 +224,11 @@ fn now_ns() -> i128 {
 }
 
 /// The directory's names, sorted bytewise, from the cache when still valid.
-fn sorted_names(dir: &Path, md: &std::fs::Metadata) -> std::io::Result<Arc<Vec<OsString>>> {
+fn sorted_names(
+    dir: &Path,
+    handle: &std::os::fd::OwnedFd,
+    md: &std::fs::Metadata,
+) -> std::io::Result<Arc<Vec<OsString>>> {
     let key = key_of(dir, md);
     {
         let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
@@ -221,10 +241,10 @@ fn sorted_names(dir: &Path, md: &std::fs::Metadata) -> std::io::Result<Arc<Vec<O
     // with the mtime we already saw; only trust mtimes from before the read.
     const CLOCK_SLACK_NS: i128 = 20_000_000;
     let started = now_ns();
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        names.push(entry?.file_name());
-    }
+    let mut names: Vec<OsString> = crate::jail::dir::read(std::os::fd::AsFd::as_fd(handle))?
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     names.sort_unstable();
     let names = Arc::new(names);
     if key.mtime_ns + CLOCK_SLACK_NS < started {

@@ -82,21 +82,26 @@ pub async fn mkdir(ctx: Ctx, req: MkdirRequest) -> Result<MkdirResponse, Failure
     let raw = req.path.clone();
     let parents = req.parents;
     super::blocking(move || {
-        let dir = resolved.path;
-        if let Ok(md) = std::fs::metadata(&dir) {
+        let q = crate::error::quote(&raw);
+        let is_dir = |r: &crate::policy::Resolved| {
+            r.loc()
+                .lstat()
+                .is_ok_and(|st| crate::jail::is_dir_mode(st.st_mode))
+        };
+        if let Ok(st) = resolved.loc().lstat() {
             if !parents {
                 return Err(Failure::new(
                     Class::Exists,
                     format!(
-                        "{raw:?} already exists; pass parents: true to accept an existing \
+                        "{q} already exists; pass parents: true to accept an existing \
                          directory, or pick another name"
                     ),
                 ));
             }
-            if !md.is_dir() {
+            if !crate::jail::is_dir_mode(st.st_mode) {
                 return Err(Failure::new(
                     Class::Exists,
-                    format!("{raw:?} already exists and is not a directory"),
+                    format!("{q} already exists and is not a directory"),
                 ));
             }
             return Ok(MkdirResponse {
@@ -105,19 +110,16 @@ pub async fn mkdir(ctx: Ctx, req: MkdirRequest) -> Result<MkdirResponse, Failure
                 already_existed: true,
             });
         }
-        if parents {
-            if let Some(parent) = dir.parent() {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o755)
-                    .create(parent)
-                    .map_err(|e| Failure::from_io(&raw, &e))?;
-            }
+        let parent = if parents {
+            resolved.loc().make_parents(0o755)
+        } else {
+            resolved.parent()
         }
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        .map_err(|e| Failure::from_io(&raw, &e))?;
+        match parent.mkdir(0o700) {
             Ok(()) => {}
             // Lost a race with another creator: idempotent with parents.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && parents && dir.is_dir() => {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && parents && is_dir(&resolved) => {
                 return Ok(MkdirResponse {
                     created: false,
                     path: raw,
@@ -126,8 +128,13 @@ pub async fn mkdir(ctx: Ctx, req: MkdirRequest) -> Result<MkdirResponse, Failure
             }
             Err(e) => return Err(Failure::from_io(&raw, &e)),
         }
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode))
+        let made = resolved
+            .loc()
+            .open_path()
             .map_err(|e| Failure::from_io(&raw, &e))?;
+        crate::jail::chmod_fd(std::os::fd::AsFd::as_fd(&made), mode)
+            .map_err(|e| Failure::from_io(&raw, &e))?;
+        parent.sync_dir();
         Ok(MkdirResponse {
             created: true,
             path: raw,

@@ -77,8 +77,10 @@ pub async fn stat(ctx: Ctx, req: StatRequest) -> Result<FsEntry, Failure> {
             .resolve_existing(&req.path, Surface::Shell, Tail::Entry, None)?;
     let raw = req.path.clone();
     super::blocking(move || {
-        let md =
-            std::fs::symlink_metadata(&resolved.path).map_err(|e| Failure::from_io(&raw, &e))?;
+        let md = resolved
+            .loc()
+            .metadata()
+            .map_err(|e| Failure::from_io(&raw, &e))?;
         Ok(FsEntry::from_metadata(entry_name(&resolved.path), &md))
     })
     .await

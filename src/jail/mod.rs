@@ -256,6 +256,11 @@ impl Loc {
         fstat(self.open_path()?.as_fd())
     }
 
+    /// The entry's metadata (a symlink's own), as `std` reports it.
+    pub fn metadata(&self) -> std::io::Result<std::fs::Metadata> {
+        std::fs::File::from(self.open_path()?).metadata()
+    }
+
     /// The directory holding the entry, opened for `*at()` calls, and the
     /// entry's name in it. The anchor itself has no parent here.
     pub fn parent(&self) -> std::io::Result<Parent> {
@@ -293,6 +298,13 @@ impl Loc {
         }
         self.parent()
     }
+}
+
+/// The metadata of the entry `name` in the directory open as `dir` (a
+/// symlink's own, never its target's).
+pub fn child_metadata(dir: BorrowedFd<'_>, name: &OsStr) -> std::io::Result<std::fs::Metadata> {
+    let fd = walk::open_child(dir, name, OFlag::O_PATH)?;
+    std::fs::File::from(fd).metadata()
 }
 
 /// Whether an `st_mode` is a directory.
