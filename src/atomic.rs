@@ -350,6 +350,13 @@ pub fn sweep(root: &Resolved, min_age: std::time::Duration) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+
+    /// `path` (inside `dir`) as the policy would hand it over.
+    fn at(dir: &Path, path: &Path) -> Resolved {
+        let anchor = crate::jail::Anchor::open(dir).unwrap();
+        Resolved::from_loc(anchor.locate(path).unwrap(), None, path.exists())
+    }
 
     #[test]
     fn replaces_content_and_keeps_the_mode() {
@@ -357,7 +364,7 @@ mod tests {
         let p = d.path().join("f");
         std::fs::write(&p, "old").unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-        write_atomic(&p, b"new", None, Clobber::Replace).unwrap();
+        write_atomic(&at(d.path(), &p), b"new", None, Clobber::Replace).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"new");
         assert_eq!(
             std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
@@ -371,13 +378,13 @@ mod tests {
     fn new_files_get_the_given_or_default_mode() {
         let d = tempfile::TempDir::new().unwrap();
         let a = d.path().join("a");
-        write_atomic(&a, b"x", None, Clobber::Never).unwrap();
+        write_atomic(&at(d.path(), &a), b"x", None, Clobber::Never).unwrap();
         assert_eq!(
             std::fs::metadata(&a).unwrap().permissions().mode() & 0o777,
             0o644
         );
         let b = d.path().join("b");
-        write_atomic(&b, b"x", Some(0o755), Clobber::Replace).unwrap();
+        write_atomic(&at(d.path(), &b), b"x", Some(0o755), Clobber::Replace).unwrap();
         assert_eq!(
             std::fs::metadata(&b).unwrap().permissions().mode() & 0o777,
             0o755
@@ -388,11 +395,11 @@ mod tests {
     fn a_failed_write_leaves_the_old_file() {
         let d = tempfile::TempDir::new().unwrap();
         let p = d.path().join("missing-dir").join("f");
-        assert!(write_atomic(&p, b"x", None, Clobber::Replace).is_err());
+        assert!(write_atomic(&at(d.path(), &p), b"x", None, Clobber::Replace).is_err());
         // the target directory is a file: nothing is created or changed
         let file_dir = d.path().join("plain");
         std::fs::write(&file_dir, "old").unwrap();
-        assert!(write_atomic(&file_dir.join("f"), b"new", None, Clobber::Replace).is_err());
+        assert!(write_atomic(&at(d.path(), &file_dir.join("f")), b"new", None, Clobber::Replace).is_err());
         assert_eq!(std::fs::read(&file_dir).unwrap(), b"old");
     }
 
@@ -401,14 +408,14 @@ mod tests {
         let d = tempfile::TempDir::new().unwrap();
         let p = d.path().join("f");
         std::fs::write(&p, "old").unwrap();
-        let e = write_atomic(&p, b"new", None, Clobber::Never).unwrap_err();
+        let e = write_atomic(&at(d.path(), &p), b"new", None, Clobber::Never).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&p).unwrap(), b"old");
         let q = d.path().join("g");
         std::fs::write(&q, "g").unwrap();
-        let e = rename(&q, &p, Clobber::Never).unwrap_err();
+        let e = rename(&at(d.path(), &q), &at(d.path(), &p), Clobber::Never).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
-        rename(&q, &p, Clobber::Replace).unwrap();
+        rename(&at(d.path(), &q), &at(d.path(), &p), Clobber::Replace).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"g");
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
     }
@@ -419,7 +426,7 @@ mod tests {
         let target = dir.path().join("f.txt");
         std::fs::write(&target, "old").unwrap();
         {
-            let mut s = Staged::new(&target).unwrap();
+            let mut s = Staged::new(&at(dir.path(), &target)).unwrap();
             s.write_all(b"new and half").unwrap();
         }
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "old");
@@ -431,7 +438,7 @@ mod tests {
         let dir = tempfile::TempDir::new().unwrap();
         let target = dir.path().join("f.txt");
         std::fs::write(&target, "old").unwrap();
-        let mut s = Staged::new(&target).unwrap();
+        let mut s = Staged::new(&at(dir.path(), &target)).unwrap();
         s.write_all(b"new").unwrap();
         assert_eq!(s.commit(0o640, None).unwrap(), 3);
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");

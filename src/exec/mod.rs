@@ -69,15 +69,13 @@ pub async fn host_spec(
     if let Some(env) = &fields.env {
         env_gate::check(env)?;
     }
-    let cwd = match fields.cwd {
-        None => runtime.working_dir.clone(),
-        Some(raw) => {
-            let rt = runtime.clone();
-            tokio::task::spawn_blocking(move || resolve_cwd(&rt, &raw))
-                .await
-                .map_err(|e| Failure::io(format!("cwd resolution failed: {e}")))??
-        }
-    };
+    let rt = runtime.clone();
+    let cwd = tokio::task::spawn_blocking(move || match fields.cwd {
+        None => Ok(default_cwd(&rt)),
+        Some(raw) => resolve_cwd(&rt, &raw),
+    })
+    .await
+    .map_err(|e| Failure::io(format!("cwd resolution failed: {e}")))??;
     let env = if runtime.config.env.inherit {
         env_gate::child_env(&runtime.config.env, [], fields.env.as_ref())
     } else {
@@ -89,7 +87,8 @@ pub async fn host_spec(
     };
     Ok(process::Spec {
         argv,
-        cwd,
+        cwd: cwd.path,
+        cwd_handle: cwd.handle,
         env,
         stdin: fields.stdin,
         max_output_bytes: output_cap(runtime),
@@ -97,19 +96,54 @@ pub async fn host_spec(
     })
 }
 
-/// A per-call `cwd`: an existing directory the policy allows. Escape →
-/// 215, missing or denied → the redacted 211, not a directory → 210.
-pub fn resolve_cwd(runtime: &Runtime, raw: &str) -> Result<PathBuf, Failure> {
+/// Where a command starts: the directory the policy resolved, held open,
+/// so the child enters that very directory (by handle) whatever happens to
+/// its path in between.
+#[derive(Debug, Clone)]
+pub struct Cwd {
+    pub path: PathBuf,
+    pub handle: Option<Arc<std::os::fd::OwnedFd>>,
+}
+
+/// The directory a command without `cwd` starts in: the configured
+/// `working_dir`; with a jail and no `working_dir`, the primary jail root
+/// (not the worker's own cwd, which may lie outside the jail). Opened by
+/// handle when the policy accepts it.
+pub fn default_cwd(runtime: &Runtime) -> Cwd {
+    let path = match (&runtime.config.working_dir, runtime.policy.jail_roots().first()) {
+        (None, Some(primary)) => primary.clone(),
+        _ => runtime.working_dir.clone(),
+    };
+    let handle = runtime
+        .policy
+        .locate(&path)
+        .and_then(|r| r.loc().open_path().ok())
+        .map(Arc::new);
+    Cwd { path, handle }
+}
+
+/// A per-call `cwd`: an existing directory the policy allows, opened by
+/// handle. Escape → 215, missing or denied → the redacted 211, not a
+/// directory → 210 (as the contract has it).
+pub fn resolve_cwd(runtime: &Runtime, raw: &str) -> Result<Cwd, Failure> {
     let resolved = runtime
         .policy
         .resolve_existing(raw, Surface::Shell, Tail::Follow, None)?;
-    if !resolved.path.is_dir() {
-        return Err(Failure::bad_input(format!(
-            "cwd {raw:?} is not a directory; pass the directory to run in (e.g. its parent), or \
-             omit cwd to use the configured working_dir"
-        )));
-    }
-    Ok(resolved.path)
+    let handle = resolved
+        .loc()
+        .open(nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY)
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ENOTDIR) => Failure::bad_input(format!(
+                    "cwd {} is not a directory; pass the directory to run in (e.g. its parent), \
+                     or omit cwd to use the configured working_dir",
+                crate::error::quote(raw)
+            )),
+            _ => Failure::from_io(raw, &e),
+        })?;
+    Ok(Cwd {
+        path: resolved.path,
+        handle: Some(Arc::new(handle)),
+    })
 }
 
 /// `max_output_bytes` as a capture cap.

@@ -45,7 +45,13 @@ pub const KILL_GRACE: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone)]
 pub struct Spec {
     pub argv: Vec<String>,
+    /// Where the command starts (for messages, and when no handle is held).
     pub cwd: PathBuf,
+    /// The start directory held open by the policy's resolution: the child
+    /// enters it through `/proc/self/fd/N` (the descriptor's magic link, so
+    /// the directory itself, not its path), which keeps the `posix_spawn`
+    /// path (`posix_spawn_file_actions_addchdir_np`).
+    pub cwd_handle: Option<Arc<std::os::fd::OwnedFd>>,
     /// The child environment, relative to the worker's.
     pub env: ChildEnv,
     /// Written to stdin, then EOF; `None` = /dev/null.
@@ -265,7 +271,11 @@ pub fn spawn(
     outputs: Outputs,
 ) -> Result<Arc<Process>, Failure> {
     let mut cmd = tokio::process::Command::new(&spec.argv[0]);
-    cmd.args(&spec.argv[1..]).current_dir(&spec.cwd);
+    let dir = match &spec.cwd_handle {
+        Some(fd) => crate::jail::proc_path(std::os::fd::AsFd::as_fd(&**fd)),
+        None => spec.cwd.clone(),
+    };
+    cmd.args(&spec.argv[1..]).current_dir(&dir);
     if spec.env.clear {
         cmd.env_clear();
     }
@@ -408,6 +418,7 @@ mod tests {
         Spec {
             argv: argv.iter().map(|s| s.to_string()).collect(),
             cwd: std::env::temp_dir(),
+            cwd_handle: None,
             env: ChildEnv::default(),
             stdin: None,
             max_output_bytes: 1 << 20,

@@ -122,17 +122,70 @@ fn symlink_escape_at_the_tail_is_caught() {
 }
 
 #[test]
-fn dangling_symlink_at_the_tail_is_rejected() {
+fn dangling_symlink_at_the_tail_reads_like_a_missing_path() {
     let f = fixture();
     symlink(f.root.join("nowhere"), f.root.join("dangling")).unwrap();
     symlink(f.outside.join("nowhere"), f.root.join("dangling-out")).unwrap();
     let p = jailed(&f);
-    assert_eq!(code(follow(&p, "dangling", Surface::Coder)), Some(210));
+    assert_eq!(code(follow(&p, "dangling", Surface::Coder)), Some(211));
     assert_eq!(code(follow(&p, "dangling-out", Surface::Coder)), Some(215));
     assert!(
         p.resolve("dangling", Surface::Shell, Tail::Entry, None)
             .is_ok()
     );
+}
+
+/// A link to a denylisted target, a link to a missing one and a missing
+/// path answer with the same code and the same words (modulo the path as
+/// written), whether the denied target exists or not: nothing probes.
+#[test]
+fn links_to_denied_and_to_missing_targets_are_indistinguishable() {
+    let f = fixture();
+    let p = unjailed(&f);
+    let dir = f.root.join("links");
+    std::fs::create_dir(&dir).unwrap();
+    // secret.txt is denylisted and exists; the denylisted gone.txt does not
+    let mut cfg = Config::zero_config();
+    cfg.fs.denylist_paths = vec![f.outside.join("secret.txt"), f.outside.join("gone.txt")];
+    let p2 = Policy::build(&cfg, &f.root).unwrap();
+    for (name, target) in [
+        ("to-secret", f.outside.join("secret.txt")),
+        ("to-gone-denied", f.outside.join("gone.txt")),
+        ("to-missing", f.outside.join("nonexistent")),
+    ] {
+        symlink(&target, dir.join(name)).unwrap();
+    }
+    for policy in [&p, &p2] {
+        for surface in [Surface::Shell, Surface::Coder] {
+            let answers: Vec<(Option<u16>, String)> =
+                ["to-secret", "to-gone-denied", "to-missing", "never-there"]
+                    .iter()
+                    .map(|n| {
+                        let raw = dir.join(n).display().to_string();
+                        let e = policy
+                            .resolve_existing(&raw, surface, Tail::Follow, None)
+                            .unwrap_err();
+                        (e.class.number(), e.message.replace(&raw, "<path>"))
+                    })
+                    .collect();
+            assert!(answers.iter().all(|a| a == &answers[3]), "{answers:#?}");
+            assert_eq!(answers[3].0, Some(211));
+        }
+    }
+}
+
+#[test]
+fn long_components_and_paths_are_bad_input_with_a_bounded_message() {
+    let f = fixture();
+    let p = jailed(&f);
+    let long = "n".repeat(256);
+    let e = follow(&p, &long, Surface::Shell).unwrap_err();
+    assert_eq!(e.class.number(), Some(210));
+    assert!(e.message.contains("256 bytes"), "{}", e.message);
+    let huge = "a/".repeat(5_000_000);
+    let e = follow(&p, &huge, Surface::Coder).unwrap_err();
+    assert_eq!(e.class.number(), Some(210));
+    assert!(e.message.len() < 1000, "{}", e.message.len());
 }
 
 #[test]

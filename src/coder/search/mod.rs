@@ -276,6 +276,8 @@ impl Drop for CancelOnDrop {
 pub(crate) struct Plan {
     /// The resolved folder (or file) to walk.
     pub root: PathBuf,
+    /// The same, as a handle location.
+    pub root_at: crate::policy::Resolved,
     pub scope: Option<PathBuf>,
     /// What prunes or hides entries (shared with the walker's filter).
     pub filters: Arc<Filters>,
@@ -398,7 +400,10 @@ fn plan(rt: &Runtime, req: &SearchInput, cancel: Arc<AtomicBool>) -> crate::erro
     };
     let resolved =
         policy.resolve_existing(&req.path, Surface::Coder, Tail::Follow, scope.as_deref())?;
-    let md = std::fs::metadata(&resolved.path).map_err(|e| Failure::from_io(&req.path, &e))?;
+    let md = resolved
+        .loc()
+        .metadata()
+        .map_err(|e| Failure::from_io(&req.path, &e))?;
     if !md.is_dir() && !md.is_file() {
         return Err(Failure::new(
             Class::WrongType,
@@ -446,7 +451,8 @@ fn plan(rt: &Runtime, req: &SearchInput, cancel: Arc<AtomicBool>) -> crate::erro
     let use_default_excludes = req.use_default_excludes && !policy.is_excluded(&resolved.path);
     let from_fs_root = resolved.path == Path::new("/");
     Ok(Plan {
-        root: resolved.path,
+        root: resolved.path.clone(),
+        root_at: resolved,
         scope,
         filters: Arc::new(Filters {
             anchor,

@@ -15,9 +15,7 @@ use crate::error::Failure;
 use grep_matcher::{LineTerminator, Matcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use std::fs::File;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use crate::policy::Resolved;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, mpsc};
 
@@ -108,7 +106,7 @@ pub(crate) fn scan_while<R>(
     max_matches: usize,
     budget: usize,
     max_read_bytes: u64,
-    walk: impl FnOnce(&mut dyn FnMut(PathBuf) -> bool) -> R,
+    walk: impl FnOnce(&mut dyn FnMut(Resolved) -> bool) -> R,
 ) -> (Collected, R) {
     let limits = Limits {
         max_matches,
@@ -117,7 +115,7 @@ pub(crate) fn scan_while<R>(
     };
     let stop = AtomicBool::new(false);
     let progress = Mutex::new(Progress::default());
-    let (tx, rx) = mpsc::channel::<(usize, PathBuf)>();
+    let (tx, rx) = mpsc::channel::<(usize, Resolved)>();
     let queue = Mutex::new(rx);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let worker = || {
@@ -219,19 +217,15 @@ struct Limits {
     max_read_bytes: u64,
 }
 
-/// Search one file. Opened without following a symlink at its last
-/// component (the walk saw a regular file; a swap since then is refused).
+/// Search one file, opened by handle without following any symlink (the
+/// walk saw a regular file; a swap since then is refused).
 fn search_file(
     searcher: &mut Searcher,
     q: &ContentQuery,
-    path: &Path,
+    at: &Resolved,
     limits: &Limits,
 ) -> FileHits {
-    let Ok(file) = File::options()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path)
-    else {
+    let Ok(file) = at.loc().open_read() else {
         return FileHits::default();
     };
     let Ok(md) = file.metadata() else {
@@ -240,7 +234,7 @@ fn search_file(
     if !md.is_file() || (limits.max_read_bytes > 0 && md.len() > limits.max_read_bytes) {
         return FileHits::default();
     }
-    let path = path.to_string_lossy().into_owned();
+    let path = at.path.to_string_lossy().into_owned();
     let mut sink = FileSink {
         q,
         path_len: path.len(),

@@ -6,34 +6,18 @@
 //! entries come out already in result order (component-wise path order):
 //! the scanner can start on the first file at once and never waits for a
 //! sort. It reads directories only, never file contents, and never follows
-//! a symlink.
+//! a symlink: it descends by directory handles ([`crate::jail::walk`]).
 
 use super::paths::{PathHit, PathScorer};
 use super::{Filters, PathMatchKind, Plan};
 use crate::error::Surface;
-use crate::policy::Tail;
+use crate::jail;
+use crate::jail::dir::Kind;
+use crate::jail::walk::{Node, Options, Step};
+use crate::policy::{Resolved, Tail};
 use crate::runtime::Runtime;
-use ignore::{DirEntry, WalkBuilder};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-
-/// What an entry is, without following it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Dir,
-    File,
-    Symlink,
-    Other,
-}
-
-fn kind_of(entry: &DirEntry) -> Kind {
-    match entry.file_type() {
-        Some(t) if t.is_symlink() => Kind::Symlink,
-        Some(t) if t.is_dir() => Kind::Dir,
-        Some(t) if t.is_file() => Kind::File,
-        _ => Kind::Other,
-    }
-}
 
 /// Walk `plan.root` in path order. Each regular file to scan for content
 /// goes to `on_file` until it returns false (the content answer is settled);
@@ -42,21 +26,8 @@ fn kind_of(entry: &DirEntry) -> Kind {
 pub(crate) fn walk(
     rt: &Arc<Runtime>,
     plan: &Plan,
-    mut on_file: impl FnMut(PathBuf) -> bool,
+    mut on_file: impl FnMut(Resolved) -> bool,
 ) -> Vec<PathHit> {
-    let mut b = WalkBuilder::new(&plan.root);
-    b.standard_filters(false)
-        .follow_links(false)
-        .hidden(!plan.include_hidden)
-        .parents(plan.respect_gitignore)
-        .ignore(plan.respect_gitignore)
-        .git_ignore(plan.respect_gitignore)
-        .git_exclude(plan.respect_gitignore)
-        .git_global(false)
-        .require_git(true)
-        .sort_by_file_name(|a, b| a.cmp(b));
-    let (rt_prune, filters) = (rt.clone(), plan.filters.clone());
-    b.filter_entry(move |e| !prunes(&rt_prune, &filters, e));
     let mut scorer = plan.paths.as_ref().map(PathScorer::new);
     // Unranked path hits arrive in result order: past the cap, the list is
     // certainly cut and no later hit can enter it.
@@ -66,54 +37,81 @@ pub(crate) fn walk(
     };
     let mut hits = Vec::new();
     let mut content_open = plan.content.is_some();
-    for entry in b.build() {
+    let root_kind = plan
+        .root_at
+        .loc()
+        .lstat()
+        .map(|st| Kind::of_mode(st.st_mode))
+        .unwrap_or(Kind::Other);
+    if root_kind == Kind::File {
+        // A file as the search root: the walk is that one file.
+        if content_open && !rt.policy.is_protected(&plan.root) {
+            on_file(plan.root_at.clone());
+        }
+        if let Some(scorer) = scorer.as_mut() {
+            let name = plan.root.file_name().unwrap_or_default();
+            if let Some(score) = scorer.score(name, Path::new(name)) {
+                hits.push(PathHit {
+                    path: plan.root.clone(),
+                    kind: PathMatchKind::File,
+                    score,
+                    depth: 1,
+                });
+            }
+        }
+        return hits;
+    }
+    let opts = Options {
+        max_depth: None,
+        skip_hidden: !plan.include_hidden,
+        ignore_files: plan.respect_gitignore,
+    };
+    jail::walk::walk(plan.root_at.loc(), opts, |node| {
         if plan.cancelled() || (!content_open && (scorer.is_none() || hits.len() >= hit_cap)) {
-            break;
+            return Step::Stop;
         }
-        // An unreadable directory or a vanished entry is simply not there.
-        let Ok(entry) = entry else {
-            continue;
-        };
-        let kind = kind_of(&entry);
-        // The searched folder itself is the scope, not a result.
-        if (entry.depth() == 0 && kind == Kind::Dir) || kind == Kind::Other {
-            continue;
+        if node.depth == 0 {
+            return Step::Descend;
         }
-        let path = entry.path();
+        if prunes(rt, &plan.filters, node) {
+            return Step::Skip;
+        }
+        if node.kind == Kind::Other {
+            return Step::Descend;
+        }
+        let path = node.path;
         // Protected entries never appear; a protected directory is still
         // walked, since the policy judges each path on its own.
         if rt.policy.is_protected(path) {
-            continue;
+            return Step::Descend;
         }
         let f = &plan.filters;
         if !f.include.is_empty() {
             match path.strip_prefix(&f.anchor) {
                 Ok(rel) if f.include.is_match(rel) => {}
-                _ => continue,
+                _ => return Step::Descend,
             }
         }
         // Once the content answer is settled the walk goes on for paths only.
-        if kind == Kind::File && content_open && !on_file(path.to_path_buf()) {
+        if node.kind == Kind::File && content_open && !on_file(plan.root_at.below(node.rel)) {
             content_open = false;
         }
         if let Some(scorer) = scorer.as_mut().filter(|_| hits.len() < hit_cap) {
-            if let Some(hit) = match_path(rt, plan, scorer, &entry, kind) {
+            if let Some(hit) = match_path(rt, plan, scorer, node) {
                 hits.push(hit);
             }
         }
-    }
+        Step::Descend
+    });
     hits
 }
 
 /// Whether an entry (and, for a directory, everything below it) is left out
 /// of the walk: default excludes and the caller's exclude globs.
-fn prunes(rt: &Runtime, f: &Filters, entry: &DirEntry) -> bool {
-    if entry.depth() == 0 {
-        return false;
-    }
-    let path = entry.path();
+fn prunes(rt: &Runtime, f: &Filters, node: &Node<'_>) -> bool {
+    let path = node.path;
     if f.from_fs_root
-        && entry.depth() == 1
+        && node.depth == 1
         && ["/proc", "/sys", "/dev"]
             .iter()
             .any(|p| path == Path::new(p))
@@ -129,34 +127,27 @@ fn prunes(rt: &Runtime, f: &Filters, entry: &DirEntry) -> bool {
     let Ok(rel) = path.strip_prefix(&f.anchor) else {
         return true;
     };
-    f.exclude.is_match(rel) || (kind_of(entry) == Kind::Dir && f.exclude_subtree.is_match(rel))
+    f.exclude.is_match(rel) || (node.kind == Kind::Dir && f.exclude_subtree.is_match(rel))
 }
 
 fn match_path(
     rt: &Runtime,
     plan: &Plan,
     scorer: &mut PathScorer<'_>,
-    entry: &DirEntry,
-    kind: Kind,
+    node: &Node<'_>,
 ) -> Option<PathHit> {
-    let path = entry.path();
-    let below = if entry.depth() == 0 {
-        Path::new(entry.file_name())
-    } else {
-        path.strip_prefix(&plan.root).unwrap_or(path)
-    };
-    let score = scorer.score(entry.file_name(), below)?;
-    let kind = match kind {
+    let score = scorer.score(node.name, node.rel)?;
+    let kind = match node.kind {
         Kind::Dir => PathMatchKind::Dir,
         Kind::File => PathMatchKind::File,
-        Kind::Symlink => symlink_target_kind(rt, plan, path)?,
+        Kind::Symlink => symlink_target_kind(rt, plan, node.path)?,
         Kind::Other => return None,
     };
     Some(PathHit {
-        path: path.to_path_buf(),
+        path: node.path.to_path_buf(),
         kind,
         score,
-        depth: below.components().count(),
+        depth: node.rel.components().count(),
     })
 }
 
@@ -168,12 +159,10 @@ fn symlink_target_kind(rt: &Runtime, plan: &Plan, path: &Path) -> Option<PathMat
         .policy
         .resolve_existing(raw, Surface::Coder, Tail::Follow, plan.scope.as_deref())
         .ok()?;
-    let md = std::fs::metadata(&resolved.path).ok()?;
-    if md.is_dir() {
-        Some(PathMatchKind::Dir)
-    } else if md.is_file() {
-        Some(PathMatchKind::File)
-    } else {
-        None
+    let st = resolved.loc().lstat().ok()?;
+    match Kind::of_mode(st.st_mode) {
+        Kind::Dir => Some(PathMatchKind::Dir),
+        Kind::File => Some(PathMatchKind::File),
+        _ => None,
     }
 }
