@@ -33,7 +33,7 @@ pub mod tree;
 pub mod write;
 
 #[cfg(test)]
-mod testkit;
+pub(crate) mod testkit;
 
 use crate::catalog::{Ctx, FunctionDef};
 use crate::error::{Class, Failure, Surface};

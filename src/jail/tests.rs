@@ -1,1 +1,294 @@
-use super::*;
+//! The handle layer under attack: a thread swaps a directory (or a file)
+//! for a symlink to the outside with `RENAME_EXCHANGE` as fast as it can
+//! while every path-taking function runs against it. Nothing outside may be
+//! read, listed, created, changed, re-moded or deleted.
+
+use crate::fs::testkit::Kit;
+use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::os::unix::fs::{MetadataExt, symlink};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const MARKER: &str = "OUTSIDE-MARKER-7f3a";
+/// How long each function is hammered.
+const PER_FUNCTION: Duration = Duration::from_millis(400);
+
+/// Every entry under `dir`: relative path → (mode, content or "<dir>").
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, String)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let md = std::fs::symlink_metadata(e.path()).unwrap();
+            let rel = e.path().strip_prefix(dir).unwrap().to_path_buf();
+            let body = if md.is_dir() {
+                stack.push(e.path());
+                "<dir>".to_string()
+            } else if md.file_type().is_symlink() {
+                format!("-> {}", std::fs::read_link(e.path()).unwrap().display())
+            } else {
+                std::fs::read_to_string(e.path()).unwrap()
+            };
+            out.insert(rel, (md.mode(), body));
+        }
+    }
+    out
+}
+
+struct Swapper {
+    stop: Arc<AtomicBool>,
+    swaps: Arc<AtomicU64>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Swapper {
+    /// Exchange `a` and `b` in a loop until dropped.
+    fn start(a: PathBuf, b: PathBuf) -> Swapper {
+        let stop = Arc::new(AtomicBool::new(false));
+        let swaps = Arc::new(AtomicU64::new(0));
+        let (s, n) = (stop.clone(), swaps.clone());
+        let handle = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                if renameat2(AT_FDCWD, &a, AT_FDCWD, &b, RenameFlags::RENAME_EXCHANGE).is_ok() {
+                    n.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        Swapper {
+            stop,
+            swaps,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for Swapper {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The inside tree the functions work on (re-created as they delete it),
+/// written by handle: a plain path write would itself follow the swapped
+/// link.
+fn seed(k: &Kit, dir: &str) {
+    let anchor = super::Anchor::open(&k.root).unwrap();
+    for (rel, body) in [
+        ("f.txt", "inside\n"),
+        ("sub/g.txt", "inside g\n"),
+        ("victim.txt", "inside\n"),
+    ] {
+        let loc = anchor.locate(&k.root.join(dir).join(rel)).unwrap();
+        if loc.make_parents(0o755).is_ok() {
+            let at = crate::policy::Resolved::from_loc(loc, None, false);
+            let _ = crate::atomic::write_atomic(&at, body.as_bytes(), None, crate::atomic::Clobber::Replace);
+        }
+    }
+}
+
+/// Calls against paths under `d/` (the directory being swapped); `i`
+/// makes names unique.
+fn calls(d: &str, i: u64) -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "coder::read-file",
+            json!({"paths": [format!("{d}/f.txt"), format!("{d}/sub/g.txt"), format!("{d}/f.txt")]}),
+        ),
+        ("coder::read-file", json!({"path": format!("{d}/f.txt")})),
+        (
+            "coder::create-file",
+            json!({"files": [{"path": format!("{d}/new-{i}.txt"), "content": "new"},
+                             {"path": format!("{d}/f.txt"), "content": "over", "overwrite": true}]}),
+        ),
+        (
+            "coder::update-file",
+            json!({"files": [{"path": format!("{d}/f.txt"),
+                              "ops": [{"op": "insert", "line": 1, "content": "x"}]}]}),
+        ),
+        (
+            "coder::delete-file",
+            json!({"paths": [format!("{d}/victim.txt"), format!("{d}/sub")], "recursive": true}),
+        ),
+        (
+            "coder::move",
+            json!({"files": [{"from": format!("{d}/f.txt"), "to": format!("{d}/moved-{i}.txt")}]}),
+        ),
+        ("coder::list-folder", json!({"path": d})),
+        ("coder::tree", json!({"path": d})),
+        (
+            "coder::search",
+            json!({"path": d, "query": "MARKER", "include_hidden": true, "respect_gitignore": false}),
+        ),
+        ("shell::fs::ls", json!({"path": d})),
+        ("shell::fs::stat", json!({"path": format!("{d}/f.txt")})),
+        (
+            "shell::fs::write",
+            json!({"path": format!("{d}/w-{i}.txt"), "content": "w"}),
+        ),
+        (
+            "shell::fs::mkdir",
+            json!({"path": format!("{d}/m-{i}/n"), "parents": true}),
+        ),
+        (
+            "shell::fs::rm",
+            json!({"path": format!("{d}/sub"), "recursive": true}),
+        ),
+        (
+            "shell::fs::chmod",
+            json!({"path": d, "mode": "0700", "recursive": true}),
+        ),
+        (
+            "shell::fs::chmod",
+            json!({"path": format!("{d}/f.txt"), "mode": "0600"}),
+        ),
+        (
+            "shell::fs::mv",
+            json!({"src": format!("{d}/victim.txt"), "dst": format!("{d}/v-{i}.txt")}),
+        ),
+        ("shell::fs::grep", json!({"path": d, "pattern": "MARKER"})),
+        (
+            "shell::fs::sed",
+            json!({"path": d, "pattern": "MARKER", "replacement": "GONE"}),
+        ),
+        (
+            "shell::exec",
+            json!({"command": "cat", "args": ["f.txt", "sub/g.txt"], "cwd": d}),
+        ),
+        (
+            "shell::exec",
+            json!({"command": "sh", "args": ["-c", "echo hacked > exec-made.txt; chmod 777 f.txt"], "cwd": d}),
+        ),
+    ]
+}
+
+/// Hammer every function while `swap` runs; returns how many calls ran.
+async fn hammer(k: &Kit, dir: &str, reseed: &dyn Fn()) -> u64 {
+    let mut total = 0;
+    let ids: Vec<&str> = calls(dir, 0).iter().map(|(id, _)| *id).collect();
+    for (n, id) in ids.iter().enumerate() {
+        let until = Instant::now() + PER_FUNCTION;
+        let mut i = 0u64;
+        while Instant::now() < until {
+            i += 1;
+            reseed();
+            let (_, payload) = calls(dir, i).swap_remove(n);
+            let answer = k.call(id, payload).await;
+            let text = match &answer {
+                Ok(v) => v.to_string(),
+                Err(e) => e.message.clone(),
+            };
+            assert!(
+                !text.contains(MARKER),
+                "{id} reached outside the jail: {text}"
+            );
+            total += 1;
+        }
+    }
+    total
+}
+
+fn outside_tree(k: &Kit) -> PathBuf {
+    let out = k.outside.path().canonicalize().unwrap();
+    std::fs::create_dir_all(out.join("sub")).unwrap();
+    for rel in ["f.txt", "sub/g.txt", "victim.txt"] {
+        std::fs::write(out.join(rel), format!("{MARKER}\n")).unwrap();
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_swapped_for_an_outside_link_is_never_followed() {
+    let k = Kit::jailed();
+    let out = outside_tree(&k);
+    std::fs::create_dir(k.root.join("a")).unwrap();
+    symlink(&out, k.root.join("b")).unwrap();
+    let before = snapshot(&out);
+    let swapper = Swapper::start(k.root.join("a"), k.root.join("b"));
+    let calls = hammer(&k, "a", &|| seed(&k, "a")).await;
+    let swaps = swapper.swaps.load(Ordering::Relaxed);
+    drop(swapper);
+    assert!(swaps > 1000, "the swapper barely ran ({swaps})");
+    assert!(calls > 100, "too few calls ({calls})");
+    assert_eq!(snapshot(&out), before, "the outside tree changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_last_component_swapped_for_an_outside_link_is_never_followed() {
+    let k = Kit::jailed();
+    let out = outside_tree(&k);
+    let a = k.root.join("a");
+    std::fs::create_dir_all(a.join("sub")).unwrap();
+    // Swap each file the calls name with a link to its outside twin.
+    let mut swappers = Vec::new();
+    for rel in ["f.txt", "sub", "victim.txt"] {
+        let real = a.join(rel);
+        if rel == "sub" {
+            std::fs::create_dir_all(&real).unwrap();
+        } else {
+            std::fs::write(&real, "inside\n").unwrap();
+        }
+        let link = a.join(format!("{rel}.lnk"));
+        symlink(out.join(rel), &link).unwrap();
+        swappers.push(Swapper::start(real, link));
+    }
+    let before = snapshot(&out);
+    let calls = hammer(&k, "a", &|| {}).await;
+    let swaps: u64 = swappers
+        .iter()
+        .map(|s| s.swaps.load(Ordering::Relaxed))
+        .sum();
+    drop(swappers);
+    assert!(swaps > 1000, "the swappers barely ran ({swaps})");
+    assert!(calls > 100, "too few calls ({calls})");
+    assert_eq!(snapshot(&out), before, "the outside tree changed");
+}
+
+#[test]
+fn staging_names_are_hidden_from_listings_and_swept() {
+    let d = tempfile::TempDir::new().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("x")).unwrap();
+    let stale = root.join("x").join(format!("{}0123", super::STAGING_PREFIX));
+    std::fs::write(&stale, "half").unwrap();
+    std::fs::write(root.join("x/kept"), "k").unwrap();
+    let anchor = super::Anchor::open(&root).unwrap();
+    let dir = anchor.locate(&root.join("x")).unwrap().open_dir().unwrap();
+    let names: Vec<_> = super::dir::read(std::os::fd::AsFd::as_fd(&dir))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("kept")]);
+    let at = crate::policy::Resolved::from_loc(anchor.locate(&root).unwrap(), None, true);
+    // too young to sweep, then old enough
+    assert_eq!(crate::atomic::sweep(&at, Duration::from_secs(3600)), 0);
+    assert_eq!(crate::atomic::sweep(&at, Duration::ZERO), 1);
+    assert!(!stale.exists());
+    assert!(root.join("x/kept").exists());
+}
+
+#[test]
+fn a_write_uses_no_visible_temporary_name() {
+    // O_TMPFILE: while a stage is open, the directory shows nothing new.
+    let d = tempfile::TempDir::new().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    std::fs::write(root.join("f"), "old").unwrap();
+    let anchor = super::Anchor::open(&root).unwrap();
+    let at = crate::policy::Resolved::from_loc(anchor.locate(&root.join("f")).unwrap(), None, true);
+    let mut stage = crate::atomic::Staged::new(&at).unwrap();
+    stage.write_all(b"new").unwrap();
+    let listed: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(listed, vec![std::ffi::OsString::from("f")]);
+    stage.commit(0o640, None).unwrap();
+    assert_eq!(std::fs::read(root.join("f")).unwrap(), b"new");
+    let listed: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(listed, vec![std::ffi::OsString::from("f")]);
+}
