@@ -54,7 +54,10 @@ pub fn write_atomic(
     clobber: Clobber,
 ) -> std::io::Result<()> {
     let mut stage = Staged::new(target)?;
-    let existing = stage.parent.lstat()?.filter(|st| jail::is_file_mode(st.st_mode));
+    let existing = stage
+        .parent
+        .lstat()?
+        .filter(|st| jail::is_file_mode(st.st_mode));
     stage.write_all(bytes)?;
     let mode = mode
         .or_else(|| existing.map(|st| st.st_mode & 0o7777))
@@ -336,7 +339,8 @@ pub fn sweep(root: &Resolved, min_age: std::time::Duration) -> usize {
         let Ok(st) = nix::sys::stat::fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) else {
             return;
         };
-        let mtime = std::time::UNIX_EPOCH + std::time::Duration::from_secs(st.st_mtime.max(0) as u64);
+        let mtime =
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(st.st_mtime.max(0) as u64);
         if now.duration_since(mtime).is_ok_and(|age| age >= min_age)
             && jail::is_file_mode(st.st_mode)
             && nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir).is_ok()
@@ -399,7 +403,15 @@ mod tests {
         // the target directory is a file: nothing is created or changed
         let file_dir = d.path().join("plain");
         std::fs::write(&file_dir, "old").unwrap();
-        assert!(write_atomic(&at(d.path(), &file_dir.join("f")), b"new", None, Clobber::Replace).is_err());
+        assert!(
+            write_atomic(
+                &at(d.path(), &file_dir.join("f")),
+                b"new",
+                None,
+                Clobber::Replace
+            )
+            .is_err()
+        );
         assert_eq!(std::fs::read(&file_dir).unwrap(), b"old");
     }
 

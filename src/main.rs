@@ -163,6 +163,26 @@ async fn call(config: &Path, function_id: &str, payload: Option<&str>) -> ExitCo
         eprintln!("unknown function {function_id:?}; `ide functions` lists the catalog");
         return ExitCode::from(2);
     }
+    // A background job lives in the worker's process; `ide call` exits as
+    // soon as it answers, so the job would be killed before it ran.
+    let backgrounds = function_id == "shell::exec_bg"
+        || (function_id == "shell::exec"
+            && payload.get("on_timeout") == Some(&"background".into()));
+    if backgrounds {
+        println!(
+            "{}",
+            pretty(&serde_json::json!({
+                "code": "S210",
+                "message": format!(
+                    "{function_id} with a background job cannot run in one-shot `ide call`: the \
+                     job would die with this process as soon as it answered. Run it through the \
+                     engine against a serving worker (iii trigger {function_id} ...), or call \
+                     shell::exec without on_timeout: \"background\""
+                ),
+            }))
+        );
+        return ExitCode::from(1);
+    }
     let runtime = match load_seed(config).and_then(Runtime::build) {
         Ok(r) => r,
         Err(e) => {

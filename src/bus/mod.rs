@@ -36,6 +36,27 @@ pub struct ServeOptions {
     pub seed: Value,
 }
 
+/// Remove staging names a killed worker left under the roots (older than
+/// a minute, so a concurrent worker's write in flight is never touched), in
+/// the background. Unjailed, only the working directory is swept.
+fn sweep_staging(services: &Arc<Services>) {
+    let rt = services.live.snapshot();
+    tokio::task::spawn_blocking(move || {
+        let roots: Vec<std::path::PathBuf> = match rt.policy.jail_roots() {
+            [] => vec![rt.working_dir.clone()],
+            roots => roots.to_vec(),
+        };
+        for root in roots {
+            if let Some(at) = rt.policy.locate(&root) {
+                let n = crate::atomic::sweep(&at, std::time::Duration::from_secs(60));
+                if n > 0 {
+                    tracing::info!(root = %root.display(), removed = n, "swept stale staging files");
+                }
+            }
+        }
+    });
+}
+
 /// Why serving stopped.
 #[derive(Debug)]
 pub enum ServeError {
@@ -136,6 +157,7 @@ async fn start(iii: &IIIClient, seed: Value) -> Result<Arc<Services>, ServeError
         tracing::error!(error = %e, "configuration re-fetch after binding the trigger failed");
     }
     tracing::info!(functions = catalog.iter().count(), "ide serving");
+    sweep_staging(&services);
     Ok(services)
 }
 

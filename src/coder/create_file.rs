@@ -162,7 +162,9 @@ pub fn check_revision(raw: &str, target: &Resolved, expected: &str) -> Result<()
         }
         Err(f)
             if f.class == Class::NotFound
-                && target.parent().is_ok_and(|p| p.lstat().is_ok_and(|st| st.is_none())) =>
+                && target
+                    .parent()
+                    .is_ok_and(|p| p.lstat().is_ok_and(|st| st.is_none())) =>
         {
             return Err(Failure::new(
                 Class::RevisionConflict,

@@ -80,10 +80,8 @@ async fn delete(ctx: &Ctx, req: DeleteFileInput) -> Result<DeleteFileOutput, Fai
                     let ctx2 = ctx.clone();
                     let raw2 = raw.clone();
                     let recursive = req.recursive;
-                    blocking(move || {
-                        remove(&ctx2, &raw2, &r, recursive).map(|_| (r.path, true))
-                    })
-                    .await
+                    blocking(move || remove(&ctx2, &raw2, &r, recursive).map(|_| (r.path, true)))
+                        .await
                 }
             };
         results.push(match outcome {
@@ -106,7 +104,11 @@ async fn delete(ctx: &Ctx, req: DeleteFileInput) -> Result<DeleteFileOutput, Fai
 
 fn remove(ctx: &Ctx, raw: &str, target: &Resolved, recursive: bool) -> Result<(), Failure> {
     let q = quote(raw);
-    if ctx.runtime.policy.holds_a_root(&target.path, Surface::Coder) {
+    if ctx
+        .runtime
+        .policy
+        .holds_a_root(&target.path, Surface::Coder)
+    {
         return Err(Failure::bad_input(format!(
             "refusing to delete {q}: it is (or contains) an allowed root; delete the entries \
              inside it instead (coder::list-folder shows them)"

@@ -7,9 +7,9 @@
 //! with `non_accessible: true`.
 
 use super::{EntryKind, blocking, mtime_secs, resolve, resolve_scope};
-use crate::policy::Resolved;
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure};
+use crate::policy::Resolved;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
@@ -95,7 +95,10 @@ pub struct Listing {
 
 /// Read the directory `dir` (resolved by the policy) through its handle.
 pub fn sorted_names(ctx: &Ctx, raw: &str, dir: &Resolved) -> Result<Listing, Failure> {
-    let fd = dir.loc().open_dir().map_err(|e| Failure::from_io(raw, &e))?;
+    let fd = dir
+        .loc()
+        .open_dir()
+        .map_err(|e| Failure::from_io(raw, &e))?;
     let entries = crate::jail::dir::read_sorted(std::os::fd::AsFd::as_fd(&fd))
         .map_err(|e| Failure::from_io(raw, &e))?;
     let policy = &ctx.runtime.policy;

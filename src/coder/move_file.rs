@@ -260,9 +260,7 @@ fn cross_device(
         stage.write_all(&buf[..n]).map_err(io_to)?;
     }
     let dst = stage.parent().clone();
-    let sealed = stage
-        .seal(src_md.st_mode & 0o7777, None)
-        .map_err(io_to)?;
+    let sealed = stage.seal(src_md.st_mode & 0o7777, None).map_err(io_to)?;
     // Keep the old destination reachable until the move is complete.
     let backup = if clobber == Clobber::Replace && dst.lstat().is_ok_and(|st| st.is_some()) {
         let name = std::ffi::OsString::from(format!(
@@ -303,8 +301,10 @@ fn cross_device(
     if let Err(e) = src.unlink() {
         // Undo: the old destination back (or no destination), source intact.
         let undo = match &backup {
-            Some(b) => nix::fcntl::renameat(dst.dir(), b.as_os_str(), dst.dir(), dst.name.as_os_str())
-                .map_err(std::io::Error::from),
+            Some(b) => {
+                nix::fcntl::renameat(dst.dir(), b.as_os_str(), dst.dir(), dst.name.as_os_str())
+                    .map_err(std::io::Error::from)
+            }
             None => dst.unlink(),
         };
         return Err(Failure::io(format!(

@@ -200,7 +200,10 @@ async fn tree(ctx: &Ctx, req: TreeInput) -> Result<TreeOutput, Failure> {
                 arena[idx].truncated = Some(truncation("max_nodes", 0, None, &dir));
                 continue;
             }
-            let at = resolved.below(dir.strip_prefix(&root_path).unwrap_or(std::path::Path::new("")));
+            let at = resolved.below(
+                dir.strip_prefix(&root_path)
+                    .unwrap_or(std::path::Path::new("")),
+            );
             let listing = match sorted_names(&ctx2, &raw, &at) {
                 Ok(n) => n,
                 Err(_) if idx != 0 => continue,
@@ -210,16 +213,15 @@ async fn tree(ctx: &Ctx, req: TreeInput) -> Result<TreeOutput, Failure> {
             let eligible: Vec<_> = listing
                 .names
                 .iter()
-                .cloned()
                 .filter(|n| req.include_hidden || !n.to_string_lossy().starts_with('.'))
                 .filter_map(|n| {
-                    let d = describe(&ctx2, &listing, &n)?;
+                    let d = describe(&ctx2, &listing, n)?;
                     if req.use_default_excludes && d.0 != EntryKind::Dir && policy.is_excluded(&d.4)
                     {
                         omitted_noise = true;
                         return None;
                     }
-                    Some((n, d))
+                    Some((n.clone(), d))
                 })
                 .collect();
             let total = eligible.len();

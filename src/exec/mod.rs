@@ -110,7 +110,10 @@ pub struct Cwd {
 /// (not the worker's own cwd, which may lie outside the jail). Opened by
 /// handle when the policy accepts it.
 pub fn default_cwd(runtime: &Runtime) -> Cwd {
-    let path = match (&runtime.config.working_dir, runtime.policy.jail_roots().first()) {
+    let path = match (
+        &runtime.config.working_dir,
+        runtime.policy.jail_roots().first(),
+    ) {
         (None, Some(primary)) => primary.clone(),
         _ => runtime.working_dir.clone(),
     };
@@ -134,7 +137,7 @@ pub fn resolve_cwd(runtime: &Runtime, raw: &str) -> Result<Cwd, Failure> {
         .open(nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY)
         .map_err(|e| match e.raw_os_error() {
             Some(nix::libc::ENOTDIR) => Failure::bad_input(format!(
-                    "cwd {} is not a directory; pass the directory to run in (e.g. its parent), \
+                "cwd {} is not a directory; pass the directory to run in (e.g. its parent), \
                      or omit cwd to use the configured working_dir",
                 crate::error::quote(raw)
             )),

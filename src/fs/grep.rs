@@ -275,11 +275,7 @@ fn search(
                 long_line,
             };
             // Unreadable files (gone, permission) are skipped like binary ones.
-            if searcher
-                .search_file(&matcher, &file, &mut sink)
-                .is_err()
-                || sink.binary
-            {
+            if searcher.search_file(&matcher, &file, &mut sink).is_err() || sink.binary {
                 return true;
             }
             sink.matches.is_empty() || shared.add(sink.matches)

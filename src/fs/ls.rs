@@ -174,7 +174,10 @@ pub async fn ls(ctx: Ctx, req: LsRequest) -> Result<LsResponse, Failure> {
             // An entry removed since the listing was read is skipped.
             let at = std::os::fd::AsFd::as_fd(&handle);
             if let Ok(md) = crate::jail::child_metadata(at, name) {
-                entries.push(FsEntry::from_metadata(name.to_string_lossy().into_owned(), &md));
+                entries.push(FsEntry::from_metadata(
+                    name.to_string_lossy().into_owned(),
+                    &md,
+                ));
             }
         }
         Ok(LsResponse {

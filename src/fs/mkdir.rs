@@ -12,7 +12,6 @@ use crate::policy::Tail;
 use crate::sandbox::Target;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MkdirRequest {
@@ -119,7 +118,11 @@ pub async fn mkdir(ctx: Ctx, req: MkdirRequest) -> Result<MkdirResponse, Failure
         match parent.mkdir(0o700) {
             Ok(()) => {}
             // Lost a race with another creator: idempotent with parents.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && parents && is_dir(&resolved) => {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AlreadyExists
+                    && parents
+                    && is_dir(&resolved) =>
+            {
                 return Ok(MkdirResponse {
                     created: false,
                     path: raw,

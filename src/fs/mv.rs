@@ -101,7 +101,9 @@ pub async fn mv(ctx: Ctx, req: MvRequest) -> Result<MvResponse, Failure> {
             }
             super::refuse_protected_inside(&ctx2, &raw_src, &src, "move")?;
         }
-        let existed = dst.parent().is_ok_and(|p| p.lstat().is_ok_and(|st| st.is_some()));
+        let existed = dst
+            .parent()
+            .is_ok_and(|p| p.lstat().is_ok_and(|st| st.is_some()));
         let exists_error = || {
             Failure::new(
                 Class::Exists,

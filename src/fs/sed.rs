@@ -23,9 +23,9 @@
 
 use super::tree::{Filter, Tree};
 use crate::atomic::Staged;
-use crate::policy::Resolved;
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
+use crate::policy::Resolved;
 use crate::policy::Tail;
 use crate::sandbox::Target;
 use regex::bytes::{Regex, RegexBuilder};

@@ -101,9 +101,13 @@ impl Tree {
             .lstat()
             .is_ok_and(|st| crate::jail::is_file_mode(st.st_mode));
         if is_file {
-            let name = self.root.path.file_name().map(PathBuf::from).unwrap_or_default();
-            if !self.runtime.policy.is_protected(&self.root.path) && self.filter.wants_file(&name)
-            {
+            let name = self
+                .root
+                .path
+                .file_name()
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            if !self.runtime.policy.is_protected(&self.root.path) && self.filter.wants_file(&name) {
                 visit(Found {
                     abs: self.root.path.clone(),
                     rel: PathBuf::new(),
@@ -132,7 +136,11 @@ impl Tree {
                         rel: node.rel.to_path_buf(),
                         at: self.root.below(node.rel),
                     };
-                    if visit(found) { Step::Descend } else { Step::Stop }
+                    if visit(found) {
+                        Step::Descend
+                    } else {
+                        Step::Stop
+                    }
                 }
                 _ => Step::Descend,
             }
@@ -167,9 +175,7 @@ impl Tree {
                     }
                 });
             }
-            self.for_each_sorted(|found| {
-                !stop.load(Ordering::Relaxed) && tx.send(found).is_ok()
-            });
+            self.for_each_sorted(|found| !stop.load(Ordering::Relaxed) && tx.send(found).is_ok());
             drop(tx);
         });
     }

@@ -26,16 +26,15 @@
 //! may die mid-upload should check `bytes_written`.
 
 use crate::atomic::{Sealed, Staged};
-use crate::policy::Resolved;
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
+use crate::policy::Resolved;
 use crate::policy::Tail;
 use crate::sandbox::Target;
 use crate::stream::{ByteSource, ContentRef};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::os::unix::fs::MetadataExt;
 
 /// Write content: a plain string is written inline (host target only); an object is a streaming ContentRef { channel_id, access_key, direction }.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -330,8 +329,7 @@ async fn stage_one(
         WriteContentWire::Stream(channel) => {
             let plan = {
                 let raw = raw.clone();
-                super::blocking(move || plan(&raw, resolved, mode, parents, special_ok))
-                    .await?
+                super::blocking(move || plan(&raw, resolved, mode, parents, special_ok)).await?
             };
             let Some(out) = &ctx.services.outbound else {
                 return Err(Failure::io(

@@ -472,11 +472,8 @@ pub fn remove_tree(parent: &Parent) -> std::io::Result<()> {
         }
         match pending.last().cloned() {
             Some(name) => {
-                let child = walk::open_child(
-                    dir.as_fd(),
-                    &name,
-                    OFlag::O_RDONLY | OFlag::O_DIRECTORY,
-                )?;
+                let child =
+                    walk::open_child(dir.as_fd(), &name, OFlag::O_RDONLY | OFlag::O_DIRECTORY)?;
                 stack.push((child, Vec::new()));
                 fresh = true;
             }

@@ -89,7 +89,12 @@ fn seed(k: &Kit, dir: &str) {
         let loc = anchor.locate(&k.root.join(dir).join(rel)).unwrap();
         if loc.make_parents(0o755).is_ok() {
             let at = crate::policy::Resolved::from_loc(loc, None, false);
-            let _ = crate::atomic::write_atomic(&at, body.as_bytes(), None, crate::atomic::Clobber::Replace);
+            let _ = crate::atomic::write_atomic(
+                &at,
+                body.as_bytes(),
+                None,
+                crate::atomic::Clobber::Replace,
+            );
         }
     }
 }
@@ -256,7 +261,9 @@ fn staging_names_are_hidden_from_listings_and_swept() {
     let d = tempfile::TempDir::new().unwrap();
     let root = d.path().canonicalize().unwrap();
     std::fs::create_dir(root.join("x")).unwrap();
-    let stale = root.join("x").join(format!("{}0123", super::STAGING_PREFIX));
+    let stale = root
+        .join("x")
+        .join(format!("{}0123", super::STAGING_PREFIX));
     std::fs::write(&stale, "half").unwrap();
     std::fs::write(root.join("x/kept"), "k").unwrap();
     let anchor = super::Anchor::open(&root).unwrap();
@@ -285,10 +292,18 @@ fn a_write_uses_no_visible_temporary_name() {
     let at = crate::policy::Resolved::from_loc(anchor.locate(&root.join("f")).unwrap(), None, true);
     let mut stage = crate::atomic::Staged::new(&at).unwrap();
     stage.write_all(b"new").unwrap();
-    let listed: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.file_name()).collect();
+    let listed: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
     assert_eq!(listed, vec![std::ffi::OsString::from("f")]);
     stage.commit(0o640, None).unwrap();
     assert_eq!(std::fs::read(root.join("f")).unwrap(), b"new");
-    let listed: Vec<_> = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.file_name()).collect();
+    let listed: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
     assert_eq!(listed, vec![std::ffi::OsString::from("f")]);
 }

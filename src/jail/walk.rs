@@ -275,8 +275,12 @@ fn dir_rules(
         let exclude = open_child(dir, OsStr::new(".git"), OFlag::O_PATH | OFlag::O_DIRECTORY)
             .ok()
             .and_then(|git| {
-                open_child(git.as_fd(), OsStr::new("info"), OFlag::O_PATH | OFlag::O_DIRECTORY)
-                    .ok()
+                open_child(
+                    git.as_fd(),
+                    OsStr::new("info"),
+                    OFlag::O_PATH | OFlag::O_DIRECTORY,
+                )
+                .ok()
             })
             .and_then(|info| read_rule_file(info.as_fd(), "exclude"));
         if let Some(m) = exclude.and_then(|c| matcher(path, &c)) {
@@ -376,7 +380,10 @@ pub fn for_each_staging_name(root: &Loc, found: &mut dyn FnMut(BorrowedFd<'_>, &
 }
 
 /// Visit the staging names directly in the directory open as `dir`.
-pub fn for_each_staging_name_in(dir: BorrowedFd<'_>, found: &mut dyn FnMut(BorrowedFd<'_>, &OsStr)) {
+pub fn for_each_staging_name_in(
+    dir: BorrowedFd<'_>,
+    found: &mut dyn FnMut(BorrowedFd<'_>, &OsStr),
+) {
     let Ok(dup) = nix::unistd::dup(dir) else {
         return;
     };

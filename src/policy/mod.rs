@@ -204,8 +204,7 @@ impl Policy {
         let mut anchors = Vec::new();
         for p in &anchor_paths {
             anchors.push(
-                Anchor::open(p)
-                    .map_err(|e| format!("cannot open root {}: {e}", p.display()))?,
+                Anchor::open(p).map_err(|e| format!("cannot open root {}: {e}", p.display()))?,
             );
         }
         Ok(Policy {

@@ -12,10 +12,10 @@
 use super::paths::bad_query;
 use super::{ContentMatch, StopReason};
 use crate::error::Failure;
+use crate::policy::Resolved;
 use grep_matcher::{LineTerminator, Matcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use crate::policy::Resolved;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, mpsc};
 

@@ -20,10 +20,10 @@ use super::{blocking, resolve, resolve_scope, revision_of};
 use crate::atomic::{Clobber, write_atomic};
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface, WireError};
+use crate::policy::Resolved;
 use line_ops::LineOp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use crate::policy::Resolved;
 
 /// One edit operation.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
