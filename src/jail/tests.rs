@@ -307,3 +307,117 @@ fn a_write_uses_no_visible_temporary_name() {
         .collect();
     assert_eq!(listed, vec![std::ffi::OsString::from("f")]);
 }
+
+/// A directory that is or holds a denylisted path is refused for a
+/// recursive delete or a move whether or not the hidden entry exists: the
+/// refusal reveals nothing. Protected globs (listed anyway) still decide by
+/// what is there.
+#[tokio::test]
+async fn parent_move_and_delete_decide_by_the_denylist_not_by_existence() {
+    let k = Kit::jailed(); // denylists <root>/blocked
+    k.dir("blocked");
+    k.file("blocked/secret", "s");
+    // a parent of the denylisted path, with and without the hidden entry
+    let with = k
+        .call("shell::fs::rm", json!({"path": ".", "recursive": true}))
+        .await;
+    assert!(with.is_err());
+    let k2 = Kit::jailed();
+    let without = k2
+        .call("shell::fs::rm", json!({"path": ".", "recursive": true}))
+        .await;
+    assert_eq!(
+        with.unwrap_err().code,
+        without.unwrap_err().code,
+        "the root refusal is the same either way"
+    );
+    // The same for a subdirectory holding the denylisted path: build one.
+    let k3 = Kit::build(|cfg, root| {
+        cfg.fs.allow_unjailed = false;
+        cfg.fs.host_roots = vec![root.to_path_buf()];
+        cfg.fs.denylist_paths = vec![root.join("d/hidden")];
+    });
+    k3.file("d/f", "x");
+    let k4 = Kit::build(|cfg, root| {
+        cfg.fs.allow_unjailed = false;
+        cfg.fs.host_roots = vec![root.to_path_buf()];
+        cfg.fs.denylist_paths = vec![root.join("d/hidden")];
+    });
+    k4.file("d/f", "x");
+    k4.file("d/hidden", "secret");
+    for (id, payload) in [
+        ("shell::fs::rm", json!({"path": "d", "recursive": true})),
+        ("shell::fs::mv", json!({"src": "d", "dst": "e"})),
+        (
+            "coder::delete-file",
+            json!({"paths": ["d"], "recursive": true}),
+        ),
+        ("coder::move", json!({"files": [{"from": "d", "to": "e"}]})),
+    ] {
+        let a = k3.call(id, payload.clone()).await;
+        let b = k4.call(id, payload).await;
+        let show = |r: Result<Value, crate::error::WireError>| match r {
+            Ok(v) => v.to_string(),
+            Err(e) => format!("{}: {}", e.code, e.message),
+        };
+        let (a, b) = (show(a), show(b));
+        assert_eq!(
+            a.replace(&k3.root.display().to_string(), "<root>"),
+            b.replace(&k4.root.display().to_string(), "<root>"),
+            "{id}"
+        );
+        assert!(a.contains("denylist"), "{id}: {a}");
+    }
+    assert!(k3.root.join("d/f").exists() && k4.root.join("d/hidden").exists());
+}
+
+#[tokio::test]
+async fn chmod_refuses_hard_linked_files_and_a_recursive_symlink_root() {
+    let k = Kit::jailed();
+    k.file("one", "x");
+    std::fs::hard_link(k.root.join("one"), k.outside.path().join("other")).unwrap();
+    let e = k
+        .call("shell::fs::chmod", json!({"path": "one", "mode": "0600"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, "S210", "{}", e.message);
+    assert!(e.message.contains("hard link"), "{}", e.message);
+    k.dir("tree");
+    std::fs::hard_link(k.root.join("one"), k.root.join("tree/twin")).unwrap();
+    let e = k
+        .call(
+            "shell::fs::chmod",
+            json!({"path": "tree", "mode": "0700", "recursive": true}),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("hard link"), "{}", e.message);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().mode() & 0o7777;
+    assert_eq!(mode(&k.outside.path().join("other")), 0o644);
+    assert_ne!(mode(&k.root.join("tree")), 0o700, "nothing changed");
+    // a recursive chmod never follows a symlink root
+    k.dir("real");
+    symlink(k.root.join("real"), k.root.join("alias")).unwrap();
+    let e = k
+        .call(
+            "shell::fs::chmod",
+            json!({"path": "alias", "mode": "0700", "recursive": true}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, "S212", "{}", e.message);
+    assert_ne!(mode(&k.root.join("real")), 0o700);
+}
+
+#[tokio::test]
+async fn a_jailed_command_without_cwd_starts_in_the_primary_root() {
+    let k = Kit::jailed();
+    let v = k
+        .call("shell::exec", json!({"command": "pwd"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        v["stdout"].as_str().unwrap().trim_end(),
+        k.root.display().to_string()
+    );
+}

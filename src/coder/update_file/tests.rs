@@ -303,3 +303,32 @@ async fn denied_path_reads_exactly_like_a_missing_one() {
     }
     assert_eq!(j.read(".env"), b"A=1\n");
 }
+
+#[tokio::test]
+async fn ops_that_change_nothing_write_nothing_and_say_so() {
+    use std::os::unix::fs::MetadataExt;
+    let j = Jail::new();
+    let p = j.write("f", "alpha\nbeta\n");
+    let before = std::fs::metadata(&p).unwrap();
+    let r = edit(
+        &j,
+        "f",
+        json!([{"op": "replace", "pattern": "nomatch", "replacement": "x"}]),
+    )
+    .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["changed"], false, "{r}");
+    let after = std::fs::metadata(&p).unwrap();
+    assert_eq!(
+        (before.ino(), before.mtime(), before.mtime_nsec()),
+        (after.ino(), after.mtime(), after.mtime_nsec())
+    );
+    let r = edit(
+        &j,
+        "f",
+        json!([{"op": "replace", "pattern": "beta", "replacement": "gamma"}]),
+    )
+    .await;
+    assert_eq!(r["changed"], true, "{r}");
+    assert_eq!(j.read("f"), b"alpha\ngamma\n");
+}
