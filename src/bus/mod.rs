@@ -276,7 +276,7 @@ impl TriggerHandler for ProviderHandler {
         match task.await {
             Ok(Ok(())) => {
                 // operators (and tests) see which bindings this worker holds
-                tracing::info!(binding = %binding_id, function = %function_id, "trigger binding held");
+                tracing::info!("trigger binding held: {binding_id} -> {function_id}");
                 Ok(())
             }
             Ok(Err(f)) => {
