@@ -265,8 +265,8 @@ where
         let accepted = accepted.clone();
         let string_arrays = string_arrays.clone();
         Box::pin(async move {
-            let req: Req = decode(id, payload, &accepted, &string_arrays)
-                .map_err(|e| e.to_wire(surface))?;
+            let req: Req =
+                decode(id, payload, &accepted, &string_arrays).map_err(|e| e.to_wire(surface))?;
             let resp = f(ctx, req).await.map_err(|e| e.to_wire(surface))?;
             serde_json::to_value(resp).map_err(|e| {
                 Failure::io(format!("cannot encode the response: {e}")).to_wire(surface)
@@ -322,10 +322,7 @@ fn original_phrase(path: &str, inner: &str, string_arrays: &[String]) -> Option<
         let field = rest.split('`').next().unwrap_or_default();
         return Some(format!("'{field}' is required"));
     }
-    let field = path
-        .split(['.', '['])
-        .next()
-        .filter(|f| !f.is_empty())?;
+    let field = path.split(['.', '[']).next().filter(|f| !f.is_empty())?;
     if string_arrays.iter().any(|a| a == field) {
         return Some(format!("'{field}' must be an array of strings"));
     }

@@ -25,7 +25,10 @@ async fn world() -> Option<(Engine, IdeProcess, tempfile::TempDir)> {
         &[],
     );
     assert!(
-        engine.wait_for_function("shell::exec", WAIT).await.is_some(),
+        engine
+            .wait_for_function("shell::exec", WAIT)
+            .await
+            .is_some(),
         "ide did not register:\n{}",
         ide.logs()
     );
@@ -66,7 +69,8 @@ async fn iii_trigger_calls_coder_info() {
     };
     let o = iii(&engine, &["trigger", "coder::info"]).await;
     assert!(o.status.success(), "{}", text(&o));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    let v: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
     assert_eq!(v["mode"], "unjailed");
     assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
     // an error is the {code, message} envelope on stderr, exit 1

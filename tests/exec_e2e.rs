@@ -348,10 +348,7 @@ async fn kill_takes_the_grandchild_with_it() {
     let s = w.ok("shell::status", json!({"job_id": id})).await;
     assert_eq!(s["job"]["timed_out"], false);
     assert!(
-        s["job"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("shell::kill"),
+        s["job"]["reason"].as_str().unwrap().contains("shell::kill"),
         "{s}"
     );
     w.stop().await;
@@ -451,7 +448,10 @@ async fn a_relative_working_dir_resolves_against_the_worker_cwd() {
         &[],
     );
     assert!(
-        engine.wait_for_function("shell::exec", WAIT).await.is_some(),
+        engine
+            .wait_for_function("shell::exec", WAIT)
+            .await
+            .is_some(),
         "ide did not boot:\n{}",
         ide.logs()
     );

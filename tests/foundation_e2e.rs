@@ -51,6 +51,14 @@ async fn boot(engine: &Engine, config: &str) -> IdeProcess {
         ide.logs()
     );
     assert!(engine.wait_for_function("coder::info", T).await.is_some());
+    // boot takes the value `configuration::register` answers with: no
+    // second read that can miss it, no 2 s retry
+    assert!(
+        !ide.logs()
+            .contains("cannot confirm the authoritative configuration"),
+        "boot needed a retry:\n{}",
+        ide.logs()
+    );
     ide
 }
 
@@ -164,7 +172,10 @@ async fn hot_reload_applied_then_rejected_keeps_last_good() {
     // enforce: a hand edit of the store, refused by ide, last good kept
     let mark = ide.log_len();
     engine
-        .hand_edit("ide", json!({"fs": {"host_roots": ["/definitely/not/here"]}}))
+        .hand_edit(
+            "ide",
+            json!({"fs": {"host_roots": ["/definitely/not/here"]}}),
+        )
         .unwrap();
     assert!(
         ide.wait_for_log_from(mark, "configuration reload rejected", T)

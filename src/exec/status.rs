@@ -28,6 +28,8 @@ pub struct JobRecord {
     /// Why the job was killed or failed (`max_bg_timeout_ms`, `shell::kill`, worker shutdown, …); null while running or when it exited on its own.
     pub reason: Option<String>,
     /// True when the job was killed for outliving `max_bg_timeout_ms`.
+    // optional in the schema: the published record does not require it
+    #[serde(default)]
     pub timed_out: bool,
     pub stdout: String,
     pub stderr: String,

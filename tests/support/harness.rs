@@ -68,9 +68,13 @@ impl Engine {
     /// An engine on `port` (0: any free port) over `store`.
     pub async fn start_with(port: u16, store: &Store) -> Engine {
         match (engine_binary(), &store.dir) {
-            (Some(bin), Some(dir)) => Engine::Real(RealEngine::start(&bin, port, dir.clone()).await),
+            (Some(bin), Some(dir)) => {
+                Engine::Real(RealEngine::start(&bin, port, dir.clone()).await)
+            }
             (Some(_), None) => panic!("a store made without IDE_TEST_ENGINE used with it"),
-            (None, _) => Engine::Loopback(LoopbackEngine::start_with(port, store.mem.clone()).await),
+            (None, _) => {
+                Engine::Loopback(LoopbackEngine::start_with(port, store.mem.clone()).await)
+            }
         }
     }
 

@@ -187,7 +187,10 @@ impl RealEngine {
             }
             tokio::time::sleep(POLL).await;
         }
-        let client = connect_worker(&format!("ws://127.0.0.1:{port}"), &unique_name("e2e-caller"));
+        let client = connect_worker(
+            &format!("ws://127.0.0.1:{port}"),
+            &unique_name("e2e-caller"),
+        );
         let engine = RealEngine {
             bin: bin.to_path_buf(),
             port,
@@ -201,7 +204,11 @@ impl RealEngine {
         let ready = engine
             .poll(START_TIMEOUT, || async {
                 match engine
-                    .call("configuration::get", json!({"id": "ide-e2e-probe"}), POLL * 20)
+                    .call(
+                        "configuration::get",
+                        json!({"id": "ide-e2e-probe"}),
+                        POLL * 20,
+                    )
                     .await
                 {
                     Err(e) if e.code == "NOT_FOUND" => Some(()),
