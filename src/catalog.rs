@@ -257,13 +257,16 @@ where
     } else {
         None
     };
+    let string_arrays = Arc::new(string_array_properties(&request_schema));
     let surface = Surface::of(id);
     let f = Arc::new(f);
     let handler: Handler = Arc::new(move |ctx: Ctx, payload: Value| {
         let f = f.clone();
         let accepted = accepted.clone();
+        let string_arrays = string_arrays.clone();
         Box::pin(async move {
-            let req: Req = decode(id, payload, &accepted).map_err(|e| e.to_wire(surface))?;
+            let req: Req =
+                decode(id, payload, &accepted, &string_arrays).map_err(|e| e.to_wire(surface))?;
             let resp = f(ctx, req).await.map_err(|e| e.to_wire(surface))?;
             serde_json::to_value(resp).map_err(|e| {
                 Failure::io(format!("cannot encode the response: {e}")).to_wire(surface)
@@ -291,10 +294,49 @@ fn declared_properties(schema: &Value) -> Option<Vec<String>> {
         })
 }
 
+/// Top-level properties whose schema is an array of strings (`args`, …).
+fn string_array_properties(schema: &Value) -> Vec<String> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .filter(|(_, p)| {
+            let is_array = match p.get("type") {
+                Some(Value::String(t)) => t == "array",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
+                _ => false,
+            };
+            is_array && p.pointer("/items/type") == Some(&Value::String("string".into()))
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// The phrase the original worker used for the same decoding failure
+/// (`'command' must be a string`, `'args' must be an array of strings`,
+/// `'command' is required`): callers written against it match these
+/// substrings, so every decoding message carries one.
+fn original_phrase(path: &str, inner: &str, string_arrays: &[String]) -> Option<String> {
+    if let Some(rest) = inner.strip_prefix("missing field `") {
+        let field = rest.split('`').next().unwrap_or_default();
+        return Some(format!("'{field}' is required"));
+    }
+    let field = path.split(['.', '[']).next().filter(|f| !f.is_empty())?;
+    if string_arrays.iter().any(|a| a == field) {
+        return Some(format!("'{field}' must be an array of strings"));
+    }
+    if !path.contains(['.', '[']) && inner.contains("expected a string") {
+        return Some(format!("'{field}' must be a string"));
+    }
+    None
+}
+
 fn decode<Req: DeserializeOwned>(
     id: &str,
     payload: Value,
     accepted: &Option<Vec<String>>,
+    string_arrays: &[String],
 ) -> Result<Req, Failure> {
     let payload = match payload {
         Value::Null => Value::Object(Map::new()),
@@ -328,15 +370,18 @@ fn decode<Req: DeserializeOwned>(
     };
     serde_path_to_error::deserialize(payload).map_err(|e| {
         let path = e.path().to_string();
+        let inner = e.inner().to_string();
         let at = if path == "." {
             String::new()
         } else {
             format!(" at `{path}`")
         };
+        let phrase = original_phrase(&path, &inner, string_arrays)
+            .map(|p| format!(" ({p})"))
+            .unwrap_or_default();
         Failure::bad_input(format!(
-            "{id}: malformed payload{at}: {}; see `ide functions` (or the engine's function info) \
-             for the request schema",
-            e.inner()
+            "{id}: malformed payload{at}: {inner}{phrase}; see `ide functions` (or the engine's \
+             function info) for the request schema"
         ))
     })
 }

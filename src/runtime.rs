@@ -22,7 +22,9 @@ pub struct Runtime {
     pub policy: Policy,
     /// `denylist_patterns`, compiled.
     pub command_denylist: Vec<Regex>,
-    /// Default working directory for commands (`working_dir` or the worker's).
+    /// Default working directory for commands: `working_dir` (a relative one
+    /// resolved against the worker's cwd when the runtime is built) or the
+    /// worker's cwd.
     pub working_dir: PathBuf,
 }
 
@@ -33,17 +35,24 @@ impl Runtime {
         let working_dir = match &config.working_dir {
             None => worker_cwd,
             Some(dir) => {
-                if !dir.is_absolute() {
+                // A relative directory (stored configs carry `./data`) means
+                // relative to the worker's own cwd, resolved once, here.
+                let resolved = if dir.is_absolute() {
+                    dir.clone()
+                } else {
+                    worker_cwd.join(dir)
+                };
+                if !resolved.is_dir() {
                     return Err(format!(
-                        "working_dir {dir:?} is not absolute; set an absolute directory or null"
+                        "working_dir {dir:?} (resolved to {resolved:?}) does not exist or is not a \
+                         directory; create it, or set an existing directory or null"
                     ));
                 }
-                if !dir.is_dir() {
-                    return Err(format!(
-                        "working_dir {dir:?} does not exist or is not a directory"
-                    ));
+                if dir.is_absolute() {
+                    resolved
+                } else {
+                    std::fs::canonicalize(&resolved).unwrap_or(resolved)
                 }
-                dir.clone()
             }
         };
         if config.max_timeout_ms == 0 {
@@ -256,5 +265,18 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("denylist_patterns"), "{err}");
+    }
+
+    #[test]
+    fn a_relative_working_dir_resolves_against_the_worker_cwd() {
+        let rt = Runtime::from_value(&json!({"fs": {"allow_unjailed": true}, "working_dir": "."}))
+            .unwrap();
+        let cwd = std::env::current_dir().unwrap().canonicalize().unwrap();
+        assert_eq!(rt.working_dir, cwd);
+        let err = Runtime::from_value(
+            &json!({"fs": {"allow_unjailed": true}, "working_dir": "./no-such-dir-here"}),
+        )
+        .unwrap_err();
+        assert!(err.contains("resolved to"), "{err}");
     }
 }

@@ -1,4 +1,4 @@
-//! End to end: every coder function through the loopback engine and the
+//! End to end: every coder function through the engine (stand-in or real) and the
 //! real `ide` binary, including the engine-stamped `_caller_worker_id` and
 //! the top-level C-coded error envelope.
 
@@ -6,20 +6,20 @@ mod support;
 
 use serde_json::json;
 use std::time::Duration;
-use support::engine::LoopbackEngine;
+use support::harness::Engine;
 use support::ide_process::IdeProcess;
 
 const T: Duration = Duration::from_secs(15);
 
 struct Setup {
-    engine: LoopbackEngine,
+    engine: Engine,
     _ide: IdeProcess,
     _dir: tempfile::TempDir,
     root: std::path::PathBuf,
 }
 
 async fn setup() -> Setup {
-    let engine = LoopbackEngine::start().await;
+    let engine = Engine::start().await;
     let dir = tempfile::TempDir::new().unwrap();
     let root = dir.path().join("proj");
     std::fs::create_dir_all(root.join("src")).unwrap();

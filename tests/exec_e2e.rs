@@ -1,4 +1,5 @@
-//! End to end: the real `ide` binary on the loopback engine, driven like a
+//! End to end: the real `ide` binary on the engine (the loopback stand-in,
+//! or a real iii engine with `IDE_TEST_ENGINE`), driven like a
 //! harness drives it — calls through the engine, `shell::job-finished`
 //! bindings registered with the engine, a fake sandbox worker on the bus.
 
@@ -10,7 +11,8 @@ use std::time::Duration;
 use ide::config::Config;
 use iii_sdk::{Error as SdkError, IIIClient, RegisterFunction};
 use serde_json::{Value, json};
-use support::engine::{LoopbackEngine, connect_worker, unique_name};
+use support::engine::{connect_worker, unique_name};
+use support::harness::Engine;
 use support::ide_process::IdeProcess;
 use tokio::sync::mpsc;
 
@@ -20,7 +22,7 @@ const JOB_FINISHED: &str = "shell::job-finished";
 
 /// An engine with `ide` serving on it.
 struct World {
-    engine: LoopbackEngine,
+    engine: Engine,
     ide: IdeProcess,
     dir: tempfile::TempDir,
 }
@@ -40,7 +42,7 @@ async fn start(configure: impl FnOnce(&mut Config)) -> World {
     let config_path = dir.path().join("config.yaml");
     // JSON is YAML
     std::fs::write(&config_path, cfg.to_value().to_string()).expect("write seed");
-    let engine = LoopbackEngine::start().await;
+    let engine = Engine::start().await;
     let url = engine.url();
     let ide = IdeProcess::spawn(
         &[
@@ -49,7 +51,8 @@ async fn start(configure: impl FnOnce(&mut Config)) -> World {
             "--config",
             &config_path.display().to_string(),
         ],
-        &[],
+        // bindings are awaited through ide's "trigger binding held" line
+        &[("RUST_LOG", "info")],
     );
     assert!(
         engine
@@ -97,15 +100,17 @@ impl World {
         (client, rx)
     }
 
-    /// Bind `function_id` to job completions (as `engine::register_trigger`
-    /// does) and wait until ide has acknowledged the binding.
+    /// Bind `function_id` to job completions with `engine::register_trigger`
+    /// and wait until ide holds the binding (it logs each one it takes; the
+    /// engine answers the caller before the provider has it).
     async fn bind(&self, function_id: &str, config: Value, metadata: Option<Value>) -> String {
         let id = self
             .engine
-            .register_trigger(JOB_FINISHED, function_id, config, metadata);
+            .register_trigger(JOB_FINISHED, function_id, config, metadata)
+            .await;
         let held = self
-            .engine
-            .wait_for_triggers(|ts| ts.iter().any(|t| t.id == id && t.acknowledged), WAIT)
+            .ide
+            .wait_for_log(&format!("trigger binding held: {id}"), WAIT)
             .await;
         assert!(
             held,
@@ -227,9 +232,8 @@ async fn exec_round_trip_through_the_engine() {
     // the registered trigger type carries its typed schemas
     let t = w
         .engine
-        .trigger_types()
-        .into_iter()
-        .find(|t| t.id == JOB_FINISHED)
+        .trigger_type(JOB_FINISHED)
+        .await
         .expect("trigger type");
     assert_eq!(
         t.trigger_request_format
@@ -267,6 +271,8 @@ async fn a_binding_registered_before_the_job_receives_its_completion() {
     assert_eq!(event["argv"], json!(["sh", "-c", "echo out; exit 7"]));
     assert_eq!(event["status"], "finished");
     assert_eq!(event["exit_code"], 7);
+    // the engine stamps the firing worker's id on trigger events too
+    assert!(event[support::engine::CALLER_FIELD].is_string(), "{event}");
     assert!(event.get("stdout").is_none());
     assert_eq!(metadata, Some(json!({"wake": "session-1"})));
     nothing_more(&mut rx).await;
@@ -339,7 +345,131 @@ async fn kill_takes_the_grandchild_with_it() {
     let l = w.ok("shell::list", json!({})).await;
     assert_eq!(l["count"], 1);
     assert_eq!(l["jobs"][0]["status"], "killed");
+    let s = w.ok("shell::status", json!({"job_id": id})).await;
+    assert_eq!(s["job"]["timed_out"], false);
+    assert!(
+        s["job"]["reason"].as_str().unwrap().contains("shell::kill"),
+        "{s}"
+    );
     w.stop().await;
+}
+
+#[tokio::test]
+async fn a_job_killed_by_max_bg_timeout_says_why() {
+    let w = start(|c| c.max_bg_timeout_ms = 300).await;
+    let (_sub, mut rx) = w.subscriber("test::capped").await;
+    w.bind("test::capped", json!({"job_id": "capped-1"}), None)
+        .await;
+    w.ok(
+        "shell::exec_bg",
+        json!({"command": "sleep 30", "job_id": "capped-1"}),
+    )
+    .await;
+    let (event, _) = next(&mut rx).await;
+    assert_eq!(event["status"], "killed");
+    let s = w.ok("shell::status", json!({"job_id": "capped-1"})).await;
+    let job = &s["job"];
+    assert_eq!(job["status"], "killed");
+    assert_eq!(job["timed_out"], true, "{s}");
+    assert!(
+        job["reason"]
+            .as_str()
+            .unwrap()
+            .contains("max_bg_timeout_ms (300 ms)"),
+        "{s}"
+    );
+    assert!(
+        job["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("killed: exceeded max_bg_timeout_ms (300 ms)"),
+        "{s}"
+    );
+    w.stop().await;
+}
+
+/// Callers written against the original worker match substrings of its
+/// messages; each phrase is kept inside the richer message.
+#[tokio::test]
+async fn messages_keep_the_original_phrases() {
+    let w = start(|c| c.max_concurrent_jobs = 1).await;
+    for (payload, phrases) in [
+        (json!({"command": 5}), vec!["must be a string", "'command'"]),
+        (json!({}), vec!["'command'"]),
+        (
+            json!({"command": "ls", "args": "-la"}),
+            vec!["must be an array of strings", "'args'"],
+        ),
+        (
+            json!({"command": "ls", "args": ["-l", 2]}),
+            vec!["must be an array of strings"],
+        ),
+        (json!({"command": "  "}), vec!["empty command"]),
+        (json!({"command": "echo \"open"}), vec!["parse command"]),
+    ] {
+        for id in ["shell::exec", "shell::exec_bg"] {
+            let err = w.engine.call(id, payload.clone()).await.unwrap_err();
+            assert_eq!(err.code, "S210", "{id} {payload}: {err:?}");
+            for phrase in &phrases {
+                assert!(
+                    err.message.contains(phrase),
+                    "{id} {payload}: {phrase:?} not in {:?}",
+                    err.message
+                );
+            }
+        }
+    }
+    w.ok("shell::exec_bg", json!({"command": "sleep 30"})).await;
+    let err = w
+        .engine
+        .call("shell::exec_bg", json!({"command": "sleep 30"}))
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("max concurrent jobs"), "{err:?}");
+    w.stop().await;
+}
+
+/// Stored configs carry a relative `working_dir`: it resolves against the
+/// worker's cwd, and both reports show the resolved directory.
+#[tokio::test]
+async fn a_relative_working_dir_resolves_against_the_worker_cwd() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(cwd.join("data")).unwrap();
+    std::fs::write(
+        cwd.join("config.yaml"),
+        "working_dir: ./data\nfs:\n  allow_unjailed: true\n",
+    )
+    .unwrap();
+    let engine = Engine::start().await;
+    let ide = IdeProcess::spawn_in(
+        Some(&cwd),
+        &["--url", &engine.url(), "--config", "config.yaml"],
+        &[],
+    );
+    assert!(
+        engine
+            .wait_for_function("shell::exec", WAIT)
+            .await
+            .is_some(),
+        "ide did not boot:\n{}",
+        ide.logs()
+    );
+    let want = cwd.join("data").display().to_string();
+    let info = engine.call("coder::info", json!({})).await.unwrap();
+    assert_eq!(info["working_dir"], want.as_str());
+    let status = engine
+        .call("shell::config-status", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(status["working_dir"], want.as_str());
+    let v = engine
+        .call("shell::exec", json!({"command": "pwd"}))
+        .await
+        .unwrap();
+    assert_eq!(v["stdout"], format!("{want}\n"));
+    drop(ide);
+    engine.stop().await;
 }
 
 #[tokio::test]

@@ -1,4 +1,5 @@
-//! End to end: the real `ide` binary against the loopback engine — boot,
+//! End to end: the real `ide` binary against the engine (the loopback
+//! stand-in, or a real iii engine with `IDE_TEST_ENGINE`) — boot,
 //! registration of exactly the catalog, configuration sync (seed once, carry
 //! over `shell`, hot reload applied/rejected), every fail-closed boot, the
 //! unreachable-engine error, reconnection, and clean shutdown.
@@ -8,7 +9,7 @@ mod support;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
-use support::engine::{ConfigStore, LoopbackEngine};
+use support::harness::{Engine, Store, real_engine_binary};
 use support::ide_process::IdeProcess;
 
 const T: Duration = Duration::from_secs(15);
@@ -37,12 +38,12 @@ fn two_roots() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     (dir, a, b)
 }
 
-fn spawn(engine: &LoopbackEngine, config: &str) -> IdeProcess {
+fn spawn(engine: &Engine, config: &str) -> IdeProcess {
     IdeProcess::spawn(&["--url", &engine.url(), "--config", config], &[])
 }
 
 /// Boot `ide` and wait until it serves.
-async fn boot(engine: &LoopbackEngine, config: &str) -> IdeProcess {
+async fn boot(engine: &Engine, config: &str) -> IdeProcess {
     let ide = spawn(engine, config);
     assert!(
         ide.wait_for_log("ide serving", T).await,
@@ -50,6 +51,14 @@ async fn boot(engine: &LoopbackEngine, config: &str) -> IdeProcess {
         ide.logs()
     );
     assert!(engine.wait_for_function("coder::info", T).await.is_some());
+    // boot takes the value `configuration::register` answers with: no
+    // second read that can miss it, no 2 s retry
+    assert!(
+        !ide.logs()
+            .contains("cannot confirm the authoritative configuration"),
+        "boot needed a retry:\n{}",
+        ide.logs()
+    );
     ide
 }
 
@@ -59,7 +68,7 @@ fn canon(p: &std::path::Path) -> String {
 
 #[tokio::test]
 async fn boot_registers_exactly_the_catalog() {
-    let engine = LoopbackEngine::start().await;
+    let engine = Engine::start().await;
     let dir = tempfile::TempDir::new().unwrap();
     let missing = dir.path().join("no-such-seed.yaml");
     let _ide = boot(&engine, missing.to_str().unwrap()).await;
@@ -75,7 +84,7 @@ async fn boot_registers_exactly_the_catalog() {
         engine.wait_for_functions(|fs| fs.len() >= n, T).await,
         "not every function registered"
     );
-    let got = engine.functions();
+    let got = engine.functions().await;
     let got_ids: Vec<&str> = got.iter().map(|f| f.id.as_str()).collect();
     let want_ids: Vec<&str> = want.keys().map(String::as_str).collect();
     assert_eq!(got_ids, want_ids);
@@ -103,14 +112,14 @@ async fn boot_registers_exactly_the_catalog() {
         assert_eq!(f.worker_name.as_deref(), Some("ide"));
     }
     // the zero-config default was seeded on first registration
-    let stored = engine.store().value("ide").expect("stored config");
+    let stored = engine.stored_value("ide").await.expect("stored config");
     assert_eq!(stored["fs"]["allow_unjailed"], true);
     assert_eq!(stored["max_timeout_ms"], 120_000);
 }
 
 #[tokio::test]
 async fn coder_info_round_trip_and_the_caller_field() {
-    let engine = LoopbackEngine::start().await;
+    let engine = Engine::start().await;
     let dir = tempfile::TempDir::new().unwrap();
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();
@@ -137,7 +146,7 @@ async fn coder_info_round_trip_and_the_caller_field() {
 
 #[tokio::test]
 async fn hot_reload_applied_then_rejected_keeps_last_good() {
-    let engine = LoopbackEngine::start().await;
+    let engine = Engine::start().await;
     let (dir, a, b) = two_roots();
     let seed = seed_file(&dir, &format!("fs:\n  host_roots: [{}]\n", a.display()));
     let ide = boot(&engine, &seed).await;
@@ -159,15 +168,20 @@ async fn hot_reload_applied_then_rejected_keeps_last_good() {
     let info = engine.call("coder::info", json!({})).await.unwrap();
     assert_eq!(info["primary_root"], canon(&b));
 
-    // a value the worker cannot enforce: the store takes it (hand edit), ide refuses it
+    // a value the store takes (it passes the schema) but the worker cannot
+    // enforce: a hand edit of the store, refused by ide, last good kept
     let mark = ide.log_len();
-    engine.hand_edit_unchecked(
-        "ide",
-        json!({"allowlist": [], "fs": {"allow_unjailed": true}}),
-    );
+    engine
+        .hand_edit(
+            "ide",
+            json!({"fs": {"host_roots": ["/definitely/not/here"]}}),
+        )
+        .unwrap();
     assert!(
         ide.wait_for_log_from(mark, "configuration reload rejected", T)
-            .await
+            .await,
+        "{}",
+        ide.logs()
     );
     let status = engine
         .call("shell::config-status", json!({}))
@@ -175,22 +189,39 @@ async fn hot_reload_applied_then_rejected_keeps_last_good() {
         .unwrap();
     assert_eq!(status["last_outcome"], "rejected");
     assert_eq!(status["rejected_reloads"], 1);
-    assert!(status["last_error"].as_str().unwrap().contains("allowlist"));
+    assert!(
+        status["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be resolved"),
+        "{status}"
+    );
     let info = engine.call("coder::info", json!({})).await.unwrap();
     assert_eq!(info["primary_root"], canon(&b), "last good runtime kept");
+    let mut rejected = 1;
 
-    // a nulled value is rejected too, never replaced by a default
-    let mark = ide.log_len();
-    engine.hand_edit_unchecked("ide", Value::Null);
-    assert!(
-        ide.wait_for_log_from(mark, "configuration reload rejected", T)
+    // values the real store refuses to take (they fail the schema) reach ide
+    // only through the stand-in: a removed key, and a nulled value, which is
+    // rejected too, never replaced by a default
+    if let Some(lb) = engine.loopback() {
+        for bad in [
+            json!({"allowlist": [], "fs": {"allow_unjailed": true}}),
+            Value::Null,
+        ] {
+            let mark = ide.log_len();
+            lb.hand_edit_unchecked("ide", bad);
+            assert!(
+                ide.wait_for_log_from(mark, "configuration reload rejected", T)
+                    .await
+            );
+            rejected += 1;
+        }
+        let status = engine
+            .call("shell::config-status", json!({}))
             .await
-    );
-    let status = engine
-        .call("shell::config-status", json!({}))
-        .await
-        .unwrap();
-    assert_eq!(status["rejected_reloads"], 2);
+            .unwrap();
+        assert_eq!(status["rejected_reloads"], rejected);
+    }
 
     // widening the jail is applied and logged as a privilege change
     let mark = ide.log_len();
@@ -210,14 +241,14 @@ async fn hot_reload_applied_then_rejected_keeps_last_good() {
         .unwrap();
     assert_eq!(status["last_outcome"], "applied");
     assert_eq!(
-        status["rejected_reloads"], 2,
+        status["rejected_reloads"], rejected,
         "the count is since boot, never reset"
     );
 }
 
 #[tokio::test]
 async fn the_seed_is_used_on_first_registration_only() {
-    let engine = LoopbackEngine::start().await;
+    let engine = Engine::start().await;
     let (dir, a, b) = two_roots();
     let seed_a = seed_file(&dir, &format!("fs:\n  host_roots: [{}]\n", a.display()));
     let mut ide = boot(&engine, &seed_a).await;
@@ -237,13 +268,13 @@ async fn the_seed_is_used_on_first_registration_only() {
 
 #[tokio::test]
 async fn a_stored_shell_value_is_carried_over_once() {
-    let store = ConfigStore::new();
+    let store = Store::new();
     let dir = tempfile::TempDir::new().unwrap();
     let legacy_root = dir.path().join("legacy");
     std::fs::create_dir(&legacy_root).unwrap();
     store.preload("shell", json!({"fs": {"host_roots": [legacy_root]}}));
     let port = free_port();
-    let engine = LoopbackEngine::start_with(port, store.clone()).await;
+    let engine = Engine::start_with(port, &store).await;
     let seed = seed_file(&dir, "fs:\n  allow_unjailed: true\n");
     let mut ide = boot(&engine, &seed).await;
     assert!(
@@ -253,7 +284,7 @@ async fn a_stored_shell_value_is_carried_over_once() {
     let info = engine.call("coder::info", json!({})).await.unwrap();
     assert_eq!(info["primary_root"], canon(&legacy_root));
     assert_eq!(
-        store.value("ide").unwrap()["fs"]["host_roots"][0],
+        engine.stored_value("ide").await.unwrap()["fs"]["host_roots"][0],
         json!(legacy_root)
     );
     ide.signal_term();
@@ -276,7 +307,7 @@ fn free_port() -> u16 {
 }
 
 /// Boot must fail closed: exit non-zero, say why, register nothing.
-async fn assert_fails_closed(engine: &LoopbackEngine, config: &str, needle: &str) {
+async fn assert_fails_closed(engine: &Engine, config: &str, needle: &str) {
     let mut ide = spawn(engine, config);
     let status = ide.wait_exit(T).await.expect("ide should exit");
     assert!(!status.success(), "ide must exit non-zero");
@@ -286,14 +317,14 @@ async fn assert_fails_closed(engine: &LoopbackEngine, config: &str, needle: &str
         ide.logs()
     );
     assert!(
-        engine.function("coder::info").is_none(),
+        engine.function("coder::info").await.is_none(),
         "no function may be registered"
     );
 }
 
 #[tokio::test]
 async fn a_seed_file_that_does_not_parse_aborts_boot() {
-    let engine = LoopbackEngine::start().await;
+    let engine = Engine::start().await;
     let dir = tempfile::TempDir::new().unwrap();
     let seed = seed_file(&dir, "inherit_env: true\nfs:\n  allow_unjailed: true\n");
     assert_fails_closed(&engine, &seed, "config keys removed in 0.7.0").await;
@@ -321,18 +352,25 @@ async fn stored_values_that_cannot_be_enforced_fail_closed() {
             "cannot be resolved",
         ),
     ] {
-        let store = ConfigStore::new();
+        let store = Store::new();
         store.preload("ide", stored.clone());
-        let engine = LoopbackEngine::start_with(free_port(), store).await;
+        let engine = Engine::start_with(0, &store).await;
         assert_fails_closed(&engine, &seed, needle).await;
         engine.stop().await;
     }
 }
 
+/// Stand-in only: a real engine always carries its configuration worker, so
+/// its absence cannot be staged there (see `tests/support/ENGINE-FACTS.md`).
 #[tokio::test]
 async fn no_functions_until_the_configuration_worker_answers() {
-    let engine = LoopbackEngine::start().await;
-    engine.set_configuration_available(false);
+    if real_engine_binary().is_some() {
+        eprintln!("stand-in only: a real engine cannot run without its configuration worker");
+        return;
+    }
+    let engine = Engine::start().await;
+    let lb = engine.loopback().expect("the stand-in");
+    lb.set_configuration_available(false);
     let dir = tempfile::TempDir::new().unwrap();
     let seed = seed_file(&dir, "fs:\n  allow_unjailed: true\n");
     let ide = spawn(&engine, &seed);
@@ -342,8 +380,8 @@ async fn no_functions_until_the_configuration_worker_answers() {
         "{}",
         ide.logs()
     );
-    assert!(engine.function("coder::info").is_none());
-    engine.set_configuration_available(true);
+    assert!(engine.function("coder::info").await.is_none());
+    lb.set_configuration_available(true);
     assert!(
         ide.wait_for_log("ide serving", Duration::from_secs(20))
             .await,
@@ -363,7 +401,7 @@ async fn an_unreachable_engine_logs_one_error_and_recovery_is_automatic() {
     let needle = format!("engine unreachable at 127.0.0.1:{port}");
     assert!(ide.wait_for_log(&needle, T).await, "{}", ide.logs());
     assert!(ide.logs().contains("III_URL"));
-    let engine = LoopbackEngine::start_with(port, ConfigStore::new()).await;
+    let engine = Engine::start_with(port, &Store::new()).await;
     assert!(
         ide.wait_for_log("ide serving", Duration::from_secs(20))
             .await,
@@ -380,15 +418,15 @@ async fn an_unreachable_engine_logs_one_error_and_recovery_is_automatic() {
 
 #[tokio::test]
 async fn the_worker_reconnects_after_an_engine_restart() {
-    let store = ConfigStore::new();
+    let store = Store::new();
     let port = free_port();
-    let engine = LoopbackEngine::start_with(port, store.clone()).await;
+    let engine = Engine::start_with(port, &store).await;
     let dir = tempfile::TempDir::new().unwrap();
     let seed = seed_file(&dir, "fs:\n  allow_unjailed: true\n");
     let ide = boot(&engine, &seed).await;
     engine.stop().await;
     let mark = ide.log_len();
-    let engine = LoopbackEngine::start_with(port, store).await;
+    let engine = Engine::start_with(port, &store).await;
     assert!(
         engine
             .wait_for_function("coder::info", Duration::from_secs(20))
@@ -423,7 +461,7 @@ async fn the_worker_reconnects_after_an_engine_restart() {
 
 #[tokio::test]
 async fn sigterm_shuts_down_cleanly() {
-    let engine = LoopbackEngine::start().await;
+    let engine = Engine::start().await;
     let dir = tempfile::TempDir::new().unwrap();
     let seed = seed_file(&dir, "fs:\n  allow_unjailed: true\n");
     let mut ide = boot(&engine, &seed).await;

@@ -1,5 +1,5 @@
-//! End-to-end: `shell::fs::*` served by the real `ide` binary on the loopback
-//! engine, called over the bus like any caller would, with files streamed
+//! End-to-end: `shell::fs::*` served by the real `ide` binary on the engine
+//! (the loopback stand-in, or a real iii engine with `IDE_TEST_ENGINE`), called over the bus like any caller would, with files streamed
 //! through engine channels and sandbox targets forwarded to a fake sandbox
 //! worker. Every test owns its temp directories and touches nothing else.
 
@@ -14,7 +14,8 @@ use iii_sdk::helpers::{ChannelDirection, create_channel};
 use iii_sdk::protocol::ErrorBody;
 use iii_sdk::{Error as SdkError, IIIClient, RegisterFunction};
 use serde_json::{Value, json};
-use support::engine::{LoopbackEngine, connect_worker, unique_name};
+use support::engine::{connect_worker, unique_name};
+use support::harness::Engine;
 use support::ide_process::IdeProcess;
 use tempfile::TempDir;
 
@@ -35,7 +36,7 @@ const FS_FUNCTIONS: [&str; 10] = [
 
 /// An engine, an `ide` jailed at a temp dir, and that dir.
 struct World {
-    engine: LoopbackEngine,
+    engine: Engine,
     _ide: IdeProcess,
     _dir: TempDir,
     _cfg: TempDir,
@@ -44,7 +45,7 @@ struct World {
 
 impl World {
     async fn start(extra_fs: &str) -> World {
-        let engine = LoopbackEngine::start().await;
+        let engine = Engine::start().await;
         let dir = TempDir::new().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let cfg = TempDir::new().unwrap();
@@ -128,7 +129,11 @@ async fn every_host_function_over_the_bus() {
     let contract: Value =
         serde_json::from_str(include_str!("fixtures/contract-shell-fs.json")).unwrap();
     for f in contract["functions"].as_array().unwrap() {
-        let got = w.engine.function(f["name"].as_str().unwrap()).unwrap();
+        let got = w
+            .engine
+            .function(f["name"].as_str().unwrap())
+            .await
+            .unwrap();
         assert_eq!(got.description.as_deref(), f["description"].as_str());
         let req = got.request_format.unwrap();
         assert_eq!(
@@ -263,6 +268,24 @@ async fn read_streams_a_file_to_a_channel_consumer() {
         w.err("shell::fs::read", json!({"path": "data"})).await.code,
         "S212"
     );
+}
+
+/// An empty file is a stream that carries nothing and still ends: the
+/// reader sees the channel closed at once, not a wait for its own timeout.
+#[tokio::test]
+async fn reading_an_empty_file_ends_with_the_channel_closed() {
+    let w = World::start("").await;
+    w.file("empty.txt", b"");
+    for _ in 0..2 {
+        let r = w.ok("shell::fs::read", json!({"path": "empty.txt"})).await;
+        assert_eq!(r["size"], 0);
+        let reader = ChannelReader::new(&w.engine.url(), &channel_ref(&r["content"]));
+        let got = tokio::time::timeout(Duration::from_secs(10), reader.read_all())
+            .await
+            .expect("the empty stream must end")
+            .unwrap();
+        assert!(got.is_empty());
+    }
 }
 
 #[tokio::test]

@@ -3,7 +3,8 @@
 //! A channel is created with the engine function `engine::channels::create`
 //! (through the SDK helper); each side then opens its own WebSocket to the
 //! engine. The SDK's writer splits a chunk into 64 KiB frames and waits for
-//! each send, so a slow consumer back-pressures our producer.
+//! each send, so a slow consumer back-pressures our producer. Every sink we
+//! hand out ends with a close frame, even when nothing was written.
 
 use crate::stream::{ByteSink, ByteSource, ContentDirection, ContentRef, StreamError};
 use iii_sdk::IIIClient;
@@ -41,6 +42,15 @@ impl ByteSink for SdkSink {
     }
 
     async fn finish(self: Box<Self>) -> Result<(), StreamError> {
+        // The SDK's writer connects on its first `write` and its `close` sends
+        // nothing when it never connected: a stream that carried no bytes
+        // (an empty file) would leave the reader waiting forever. An empty
+        // write connects without sending a frame, so every stream ends with
+        // a close, whatever its size.
+        self.0
+            .write(&[])
+            .await
+            .map_err(|e| StreamError(format!("channel open failed: {e}")))?;
         self.0
             .close()
             .await

@@ -107,23 +107,44 @@ async fn confirm_once(iii: &IIIClient, seed: &Value) -> Result<Value, Attempt> {
         },
     };
     let carrying = initial.is_some();
-    if let Err(e) = register(iii, initial).await {
-        if remote_code(&e) == Some("SCHEMA_INVALID") && carrying {
-            return Err(Attempt::Fatal(format!(
-                "the initial configuration value was refused by the configuration worker: {e}; \
-                 fix the seed file (or the stored 'shell' value) and start again"
-            )));
+    let entry = match register(iii, initial).await {
+        Ok(entry) => entry,
+        Err(e) => {
+            if remote_code(&e) == Some("SCHEMA_INVALID") && carrying {
+                return Err(Attempt::Fatal(format!(
+                    "the initial configuration value was refused by the configuration worker: \
+                     {e}; fix the seed file (or the stored 'shell' value) and start again"
+                )));
+            }
+            return Err(retry("configuration::register id=ide", e));
         }
-        return Err(retry("configuration::register id=ide", e));
+    };
+    // `configuration::register` answers with the stored entry: its value is
+    // the authoritative one, with no second round trip (a separate `get` right
+    // after registering was seen to miss the entry on a real engine). Only a
+    // value holding `${VAR}` placeholders is fetched again, because `get` is
+    // what expands them.
+    match entry.get("value") {
+        Some(v) if !has_placeholder(v) => Ok(v.clone()),
+        _ => match get(iii, CONFIG_ID)
+            .await
+            .map_err(|e| retry("configuration::get id=ide", e))?
+        {
+            Fetch::Value(v) => Ok(v),
+            Fetch::Missing => Err(Attempt::Retry(
+                "configuration 'ide' missing right after registering it".to_string(),
+            )),
+        },
     }
-    match get(iii, CONFIG_ID)
-        .await
-        .map_err(|e| retry("configuration::get id=ide", e))?
-    {
-        Fetch::Value(v) => Ok(v),
-        Fetch::Missing => Err(Attempt::Retry(
-            "configuration 'ide' missing right after registering it".to_string(),
-        )),
+}
+
+/// Whether a stored value holds a `${VAR}` placeholder anywhere.
+fn has_placeholder(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains("${"),
+        Value::Array(items) => items.iter().any(has_placeholder),
+        Value::Object(m) => m.values().any(has_placeholder),
+        _ => false,
     }
 }
 

@@ -284,6 +284,7 @@ impl TriggerHandler for ProviderHandler {
     async fn register_trigger(&self, config: TriggerConfig) -> Result<(), iii_sdk::Error> {
         let provider = self.provider.clone();
         let services = self.services.clone();
+        let (binding_id, function_id) = (config.id.clone(), config.function_id.clone());
         let binding = Binding {
             id: config.id,
             function_id: config.function_id,
@@ -295,7 +296,11 @@ impl TriggerHandler for ProviderHandler {
             .main
             .spawn(async move { provider.register(&services, binding).await });
         match task.await {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(())) => {
+                // operators (and tests) see which bindings this worker holds
+                tracing::info!("trigger binding held: {binding_id} -> {function_id}");
+                Ok(())
+            }
             Ok(Err(f)) => {
                 let wire = f.to_wire(crate::error::Surface::Shell);
                 Err(iii_sdk::Error::Remote {

@@ -69,6 +69,8 @@ pub struct InfoOutput {
     pub default_exclude_globs: Vec<String>,
     /// Glob patterns matched root-relative. Matching files are listable but not readable/writable/deletable/creatable; they return C211 exactly like a missing path.
     pub non_accessible_globs: Vec<String>,
+    /// Default working directory of commands (`working_dir` resolved against the worker's cwd, or the worker's cwd).
+    pub working_dir: String,
     /// Worker version.
     pub version: String,
 }
@@ -117,6 +119,7 @@ pub fn info(ctx: &Ctx) -> InfoOutput {
         search_response_budget_bytes: code.search_response_budget_bytes,
         default_exclude_globs: code.default_exclude_globs.clone(),
         non_accessible_globs: code.non_accessible_globs.clone(),
+        working_dir: rt.working_dir.display().to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
     }
 }

@@ -7,22 +7,36 @@
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::runtime::ReloadStatus;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// `shell::config-status` takes no arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(title = "ConfigStatusRequest")]
 pub struct ConfigStatusRequest {}
 
+/// The reload outcome plus what the enforced runtime resolved.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(title = "ConfigStatusOutput")]
+pub struct ConfigStatusOutput {
+    #[serde(flatten)]
+    pub status: ReloadStatus,
+    /// The default command directory in force: `working_dir` resolved
+    /// against the worker's cwd (or the worker's cwd when it is null).
+    pub working_dir: String,
+}
+
 pub fn def() -> FunctionDef {
     function(
         "shell::config-status",
         "Report the last configuration hot-reload outcome: last_outcome (applied|rejected), \
-         last_error, and rejected_reloads since boot. A rejected outcome means the worker is \
+         last_error, rejected_reloads since boot, and the resolved working_dir. A rejected outcome means the worker is \
          enforcing an older policy than the central store. Takes no arguments.",
         Flags::INTERNAL,
         |ctx: Ctx, _req: ConfigStatusRequest| async move {
-            Ok::<ReloadStatus, crate::error::Failure>(ctx.services.live.status())
+            Ok::<ConfigStatusOutput, crate::error::Failure>(ConfigStatusOutput {
+                status: ctx.services.live.status(),
+                working_dir: ctx.runtime.working_dir.display().to_string(),
+            })
         },
     )
 }

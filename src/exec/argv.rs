@@ -11,7 +11,7 @@ use crate::error::Failure;
 pub fn build(command: &str, args: Option<&[String]>) -> Result<Vec<String>, Failure> {
     if command.trim().is_empty() {
         return Err(Failure::bad_input(
-            "command is empty; put the program in `command` (e.g. \"ls\") and its arguments in \
+            "empty command: `command` is empty; put the program in `command` (e.g. \"ls\") and its arguments in \
              `args` (e.g. [\"-la\"])",
         ));
     }
@@ -24,17 +24,17 @@ pub fn build(command: &str, args: Option<&[String]>) -> Result<Vec<String>, Fail
         }
         None => shell_words::split(command).map_err(|e| {
             Failure::bad_input(format!(
-                "command {command:?} cannot be split into words ({e}); close the quote, or pass \
+                "cannot parse command {command:?} into words ({e}); close the quote, or pass \
                  the program in `command` and every argument as its own `args` entry"
             ))
         })?,
     };
     match argv.first() {
         None => Err(Failure::bad_input(format!(
-            "command {command:?} holds no words; put the program in `command`"
+            "empty command: {command:?} holds no words; put the program in `command`"
         ))),
         Some(program) if program.is_empty() => Err(Failure::bad_input(
-            "the program name is empty; put the program in `command`",
+            "empty command: the program name is empty; put the program in `command`",
         )),
         Some(_) => {
             if let Some(bad) = argv.iter().find(|a| a.contains('\0')) {

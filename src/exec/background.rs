@@ -32,10 +32,10 @@ pub struct ExecBgRequest {
     /// Arguments, in order (all strings). Omit/null to tokenize `command` shell-words style; pass an array (even empty) to use it verbatim.
     #[serde(default)]
     pub args: Option<Vec<String>>,
-    /// Working directory (host only, S210 on sandbox); jail-confined like shell::fs::* paths (S215 on escape), must be an existing directory.
+    /// Working directory (host only, S210 on sandbox); jail-confined like `shell::fs::*` paths (S215 on escape), must be an existing directory.
     #[serde(default)]
     pub cwd: Option<String>,
-    /// Per-call env values (host only, S210 on sandbox); exec-hijacking keys (PATH, IFS, HOME, LD_*/DYLD_*, …) reject the whole call S210.
+    /// Per-call env values (host only, S210 on sandbox); exec-hijacking keys (PATH, IFS, HOME, `LD_*`/`DYLD_*`, …) reject the whole call S210.
     #[serde(default)]
     pub env: Option<BTreeMap<String, String>>,
     /// Optional non-blank ID for registering shell::job-finished before execution. Must be unique among retained jobs in this worker. Omit or pass null to generate a job-UUID automatically.

@@ -118,11 +118,16 @@ pub struct JobView {
     pub finished_at_ms: Option<u64>,
     pub duration_ms: u64,
     pub reason: Option<String>,
+    /// Killed because it outlived `max_bg_timeout_ms`.
+    pub timed_out: bool,
     pub stdout: String,
     pub stdout_truncated: bool,
     pub stderr: String,
     pub stderr_truncated: bool,
 }
+
+/// How the reason of a job killed by `max_bg_timeout_ms` starts.
+const TIMED_OUT_PREFIX: &str = "exceeded max_bg_timeout_ms";
 
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -203,6 +208,11 @@ impl Job {
             finished_at_ms: st.finished_at_ms,
             duration_ms: st.duration_ms,
             reason: st.reason.clone(),
+            timed_out: st.status == JobStatus::Killed
+                && st
+                    .reason
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with(TIMED_OUT_PREFIX)),
             stdout,
             stdout_truncated,
             stderr,
@@ -368,7 +378,8 @@ impl JobTable {
                 return Err(Failure::new(
                     Class::TooLarge,
                     format!(
-                        "{max} background jobs are already running (max_concurrent_jobs); \
+                        "max concurrent jobs reached: {max} background jobs are already \
+                         running (max_concurrent_jobs); \
                          nothing was run. Wait for one to end (shell::list, \
                          shell::job-finished) or stop one with shell::kill, then retry"
                     ),
@@ -415,10 +426,19 @@ impl JobTable {
                     exit = process.wait() => exit,
                     _ = tokio::time::sleep(remaining) => {
                         job.request_kill(format!(
-                            "exceeded max_bg_timeout_ms ({cap_ms} ms); the process group was killed"
+                            "{TIMED_OUT_PREFIX} ({cap_ms} ms); the process group was killed"
                         ));
                         process.terminate(KILL_GRACE).await;
-                        process.wait().await
+                        let exit = process.wait().await;
+                        // as the original worker did: the job's own stderr says why
+                        if job.kill_reason().is_some_and(|r| r.starts_with(TIMED_OUT_PREFIX)) {
+                            job.outputs.stderr.push(
+                                format!("\n[ide] killed: exceeded max_bg_timeout_ms ({cap_ms} ms)\n")
+                                    .as_bytes(),
+                                job.runtime.config.max_output_bytes as usize,
+                            );
+                        }
+                        exit
                     }
                 }
             } else {

@@ -25,6 +25,12 @@ pub struct JobRecord {
     pub exit_code: Option<i32>,
     pub started_at_ms: u64,
     pub finished_at_ms: Option<u64>,
+    /// Why the job was killed or failed (`max_bg_timeout_ms`, `shell::kill`, worker shutdown, …); null while running or when it exited on its own.
+    pub reason: Option<String>,
+    /// True when the job was killed for outliving `max_bg_timeout_ms`.
+    // optional in the schema: the published record does not require it
+    #[serde(default)]
+    pub timed_out: bool,
     pub stdout: String,
     pub stderr: String,
     pub stdout_truncated: bool,
@@ -40,6 +46,8 @@ impl From<JobView> for JobRecord {
             exit_code: v.exit_code,
             started_at_ms: v.started_at_ms,
             finished_at_ms: v.finished_at_ms,
+            reason: v.reason,
+            timed_out: v.timed_out,
             stdout: v.stdout,
             stderr: v.stderr,
             stdout_truncated: v.stdout_truncated,

@@ -1096,7 +1096,7 @@ fn request_and_response_schemas_match_the_contract() {
         json!({
             "additionalProperties": {"type": "string"},
             "default": null,
-            "description": "Per-call env values (host only, S210 on sandbox); exec-hijacking keys (PATH, IFS, HOME, LD_*/DYLD_*, …) reject the whole call S210.",
+            "description": "Per-call env values (host only, S210 on sandbox); exec-hijacking keys (PATH, IFS, HOME, `LD_*`/`DYLD_*`, …) reject the whole call S210.",
             "type": ["object", "null"]
         })
     );

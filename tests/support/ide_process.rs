@@ -52,7 +52,19 @@ impl IdeProcess {
     /// `III_URL`, `III_WORKER_NAME` and `III_NAMESPACE` are removed first).
     /// Must be called inside a tokio runtime.
     pub fn spawn(args: &[&str], envs: &[(&str, &str)]) -> IdeProcess {
+        Self::spawn_in(None, args, envs)
+    }
+
+    /// [`spawn`](Self::spawn) with the process's working directory set.
+    pub fn spawn_in(
+        cwd: Option<&std::path::Path>,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> IdeProcess {
         let mut command = Command::new(env!("CARGO_BIN_EXE_ide"));
+        if let Some(dir) = cwd {
+            command.current_dir(dir);
+        }
         command
             .args(args)
             .stdin(Stdio::null())

@@ -1,5 +1,7 @@
-//! Self-test of the loopback engine's data channels, driven by the SDK's own
-//! channel types (`helpers::create_channel`, `ChannelWriter`, `ChannelReader`).
+//! Data channels as the engine serves them (the loopback stand-in, or a real
+//! iii engine with `IDE_TEST_ENGINE`), driven by the SDK's own channel types
+//! (`helpers::create_channel`, `ChannelWriter`, `ChannelReader`): the same
+//! assertions on both keep the stand-in honest.
 
 mod support;
 
@@ -9,11 +11,12 @@ use std::time::Duration;
 use iii_sdk::IIIClient;
 use iii_sdk::channel::{ChannelReader, StreamChannelRef};
 use iii_sdk::helpers::{ChannelDirection, create_channel};
-use support::engine::{LoopbackEngine, connect_worker, unique_name};
+use support::engine::{connect_worker, unique_name};
+use support::harness::Engine;
 
 const WAIT: Duration = Duration::from_secs(10);
 
-async fn client(engine: &LoopbackEngine) -> IIIClient {
+async fn client(engine: &Engine) -> IIIClient {
     let c = connect_worker(&engine.url(), &unique_name("channels"));
     c.wait_until_registered(WAIT).await.expect("registered");
     c
@@ -21,7 +24,7 @@ async fn client(engine: &LoopbackEngine) -> IIIClient {
 
 #[tokio::test]
 async fn a_writer_may_finish_before_the_reader_connects() {
-    let engine = LoopbackEngine::start().await;
+    let engine = Engine::start().await;
     let c = client(&engine).await;
     let ch = create_channel(&c, None).await.unwrap();
     assert_eq!(ch.writer_ref.channel_id, ch.reader_ref.channel_id);
@@ -35,13 +38,42 @@ async fn a_writer_may_finish_before_the_reader_connects() {
         .unwrap()
         .unwrap();
     assert_eq!(got, b"hello world");
-    assert_eq!(engine.open_channels(), 0);
+    if let Some(lb) = engine.loopback() {
+        assert_eq!(lb.open_channels(), 0);
+    }
+    c.shutdown_async().await;
+}
+
+/// The SDK's writer connects on its first write: closing one that never
+/// wrote sends nothing, and its reader waits. (Why `ide` opens every sink
+/// before it closes it.) An empty write connects, and the close then ends
+/// the reader at once.
+#[tokio::test]
+async fn an_empty_stream_ends_only_once_the_writer_connected() {
+    let engine = Engine::start().await;
+    let c = client(&engine).await;
+    let ch = create_channel(&c, None).await.unwrap();
+    ch.writer.close().await.unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), ch.reader.read_all())
+            .await
+            .is_err(),
+        "a writer that never connected cannot end the stream"
+    );
+    let ch = create_channel(&c, None).await.unwrap();
+    ch.writer.write(&[]).await.unwrap();
+    ch.writer.close().await.unwrap();
+    let got = tokio::time::timeout(WAIT, ch.reader.read_all())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(got.is_empty());
     c.shutdown_async().await;
 }
 
 #[tokio::test]
 async fn more_than_the_buffer_streams_with_back_pressure_and_text_frames_pass() {
-    let engine = LoopbackEngine::start().await;
+    let engine = Engine::start().await;
     let c = client(&engine).await;
     let ch = create_channel(&c, Some(2)).await.unwrap();
     let texts = Arc::new(Mutex::new(Vec::new()));
@@ -72,7 +104,7 @@ async fn more_than_the_buffer_streams_with_back_pressure_and_text_frames_pass() 
 
 #[tokio::test]
 async fn an_unknown_channel_or_wrong_key_is_refused_and_ends_are_single_use() {
-    let engine = LoopbackEngine::start().await;
+    let engine = Engine::start().await;
     let c = client(&engine).await;
     let bogus = StreamChannelRef {
         channel_id: "nope".into(),
