@@ -647,15 +647,21 @@ mod tests {
             let members = p.tree.members();
             let found = members.iter().find(|m| {
                 std::fs::read(format!("/proc/{}/cmdline", m.pid))
-                    .is_ok_and(|c| c == b"/bin/sleep\0356\0")
+                    .is_ok_and(|c| c == b"/bin/sleep\x00356\x00")
             });
             if let Some(m) = found {
                 break m.pid;
             }
-            assert!(Instant::now() < deadline, "the scrubbed sleep never started");
+            assert!(
+                Instant::now() < deadline,
+                "the scrubbed sleep never started"
+            );
             tokio::time::sleep(Duration::from_millis(5)).await;
         };
-        assert!(tree::marker_of(scrubbed).is_none(), "its environment was scrubbed");
+        assert!(
+            tree::marker_of(scrubbed).is_none(),
+            "its environment was scrubbed"
+        );
         std::fs::write(&go, "").unwrap();
         assert_eq!(p.wait().await.code, Some(0));
         assert_eq!(p.outputs.stdout.snapshot().0, "done\n");

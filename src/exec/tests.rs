@@ -1300,7 +1300,10 @@ async fn a_background_timeout_dies_when_its_command_ends() {
 async fn a_timed_out_timeout_dies_with_its_command() {
     let w = world(config());
     for (args, token) in [
-        (json!(["-c", "timeout 300 sleep 316; echo unreachable"]), "316"),
+        (
+            json!(["-c", "timeout 300 sleep 316; echo unreachable"]),
+            "316",
+        ),
         (json!(["-c", "exec timeout 300 sleep 3160"]), "3160"),
     ] {
         let call = w.call(
@@ -1323,7 +1326,10 @@ async fn a_child_that_leaves_the_group_dies_when_its_command_ends() {
     }
     let w = world(config());
     let script = r#"python3 -c 'import os,subprocess,time; os.setpgrp(); subprocess.Popen(["sleep","327"]); time.sleep(327)' & echo started"#;
-    let call = w.call("shell::exec", json!({"command": "sh", "args": ["-c", script]}));
+    let call = w.call(
+        "shell::exec",
+        json!({"command": "sh", "args": ["-c", script]}),
+    );
     // the grandchild's parent is the Python process, in a group of its own
     let found = async {
         let sleep = find_pids("327", 1).await[0];
@@ -1355,7 +1361,11 @@ async fn kill_reaches_children_that_left_the_group_and_daemons() {
     let grandchild = find_pids("338", 1).await[0];
     let python = ppid(grandchild);
     let daemon = find_pids("339", 1).await[0];
-    assert_eq!(ppid(daemon), std::process::id() as i32, "re-parented to the worker");
+    assert_eq!(
+        ppid(daemon),
+        std::process::id() as i32,
+        "re-parented to the worker"
+    );
     let k = w.ok("shell::kill", json!({"job_id": id})).await;
     assert_eq!(k["status"], "killed");
     assert_all_gone(&[grandchild, python, daemon]).await;

@@ -231,11 +231,9 @@ fn send(member: &Stat, signal: Signal) -> bool {
     if fd < 0 {
         return match Errno::last() {
             // no pidfds here: check, then signal by pid
-            Errno::ENOSYS | Errno::EINVAL if same() => nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(member.pid),
-                signal,
-            )
-            .is_ok(),
+            Errno::ENOSYS | Errno::EINVAL if same() => {
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(member.pid), signal).is_ok()
+            }
             _ => false,
         };
     }
@@ -418,8 +416,8 @@ fn reaper_loop() {
                 if is_owned(pid) {
                     continue;
                 }
-                let still = stat(pid)
-                    .is_some_and(|s| s.start == start && s.ppid == w.pid && !s.live());
+                let still =
+                    stat(pid).is_some_and(|s| s.start == start && s.ppid == w.pid && !s.live());
                 if still {
                     let _ = nix::sys::wait::waitpid(
                         nix::unistd::Pid::from_raw(pid),
