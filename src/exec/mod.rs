@@ -34,6 +34,7 @@ pub mod process;
 pub mod sandbox_target;
 pub mod status;
 pub mod timeout;
+pub mod tree;
 
 use crate::error::{Failure, Surface};
 use crate::policy::Tail;

@@ -23,6 +23,7 @@
 
 use super::capture::{self, Capture};
 use super::env_gate::ChildEnv;
+use super::tree::{self, Tree};
 use crate::error::Failure;
 use dashmap::DashMap;
 use nix::errno::Errno;
@@ -129,6 +130,8 @@ pub struct Process {
     pid: i32,
     pub outputs: Outputs,
     phase: watch::Receiver<Phase>,
+    /// Everything it started, in the group or not.
+    tree: Arc<Tree>,
 }
 
 impl Process {
@@ -182,17 +185,19 @@ impl Process {
         live_member_of(self.pid).unwrap_or(true)
     }
 
-    /// Kill the whole process group: TERM, then KILL after `grace` unless
-    /// the group emptied first. Returns once the group is empty or KILLed.
-    /// A process already done is left alone (false).
+    /// Kill the command: TERM to its group and to every other descendant,
+    /// then KILL after `grace` unless all of them ended first. Returns once
+    /// they ended or were KILLed. A process already done is left alone
+    /// (false).
     pub async fn terminate(&self, grace: Duration) -> bool {
         if self.done().is_some() {
             return false;
         }
         let _ = self.signal_group(Some(Signal::SIGTERM));
+        self.signal_tree(Signal::SIGTERM).await;
         let deadline = Instant::now() + grace;
         loop {
-            if self.leader_exited() && !self.group_alive() {
+            if self.leader_exited() && !self.group_alive() && self.signal_tree_count().await == 0 {
                 return true;
             }
             if Instant::now() >= deadline {
@@ -200,8 +205,62 @@ impl Process {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let _ = self.signal_group(Some(Signal::SIGKILL));
+        self.kill_all().await;
         true
+    }
+
+    /// Signal every member of the tree (a full scan, on the blocking pool);
+    /// how many there were.
+    async fn signal_tree(&self, signal: Signal) -> usize {
+        let tree = self.tree.clone();
+        tokio::task::spawn_blocking(move || tree.signal(signal))
+            .await
+            .unwrap_or(0)
+    }
+
+    /// How many members the tree still has.
+    async fn signal_tree_count(&self) -> usize {
+        let tree = self.tree.clone();
+        tokio::task::spawn_blocking(move || tree.members().len())
+            .await
+            .unwrap_or(0)
+    }
+
+    /// KILL the group and every member, again until none is left (a member
+    /// may fork between a scan and its KILL), for at most [`KILL_SWEEP`].
+    async fn kill_all(&self) {
+        let deadline = Instant::now() + KILL_SWEEP;
+        loop {
+            if self.group_alive() {
+                let _ = self.signal_group(Some(Signal::SIGKILL));
+            }
+            let left = self.signal_tree(Signal::SIGKILL).await;
+            if (left == 0 && !self.group_alive()) || Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// After the leader exited: TERM what it left behind, KILL it after
+    /// [`LEFTOVER_GRACE`]. Cheap when it left nothing.
+    async fn end_leftovers(&self) {
+        let tree = self.tree.clone();
+        if !self.group_alive() && !tree.may_have_leftovers() {
+            return;
+        }
+        let _ = self.signal_group(Some(Signal::SIGTERM));
+        if self.signal_tree(Signal::SIGTERM).await == 0 && !self.group_alive() {
+            return;
+        }
+        let deadline = Instant::now() + LEFTOVER_GRACE;
+        while Instant::now() < deadline {
+            if !self.group_alive() && self.signal_tree_count().await == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.kill_all().await;
     }
 }
 
@@ -236,6 +295,8 @@ fn live_member_of(pgid: i32) -> Option<bool> {
 
 /// How long processes a command left behind get between TERM and KILL.
 const LEFTOVER_GRACE: Duration = Duration::from_secs(1);
+/// How long KILL is repeated while members remain (forking, or stuck).
+const KILL_SWEEP: Duration = Duration::from_secs(1);
 
 /// The process groups currently alive, so worker shutdown can kill them all.
 #[derive(Debug, Default)]
@@ -287,6 +348,10 @@ pub fn spawn(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // Inherited by every descendant that keeps its environment: how an
+    // orphan re-parented to the worker is told apart (see [`tree`]).
+    let id = tree::new_id();
+    cmd.env(tree::MARKER, &id);
     match spec.detach {
         Detach::Group => {
             cmd.process_group(0);
@@ -303,6 +368,7 @@ pub fn spawn(
             });
         },
     }
+    let spawning = tree::spawning();
     let mut child = cmd.spawn().map_err(|e| spawn_failure(&spec.argv[0], &e))?;
     let Some(pid) = child.id().map(|p| p as i32) else {
         return Err(Failure::io(format!(
@@ -310,6 +376,9 @@ pub fn spawn(
             spec.argv[0]
         )));
     };
+    // Ours to reap: the orphan reaper leaves it alone until dropped.
+    let owned = spawning.own(pid);
+    let tree = Tree::open(id, pid);
     let cap = spec.max_output_bytes;
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
@@ -340,6 +409,7 @@ pub fn spawn(
         pid,
         outputs,
         phase: rx,
+        tree,
     });
     live.groups.insert(pid, process.clone());
     let live = live.clone();
@@ -363,6 +433,8 @@ pub fn spawn(
                 }
             }
         };
+        me.tree.leader_reaped();
+        drop(owned);
         let _ = tx.send(Phase::Exited(exit));
         let drained = futures_util::future::join_all(readers.iter_mut());
         if tokio::time::timeout(DRAIN_GRACE, drained).await.is_err() {
@@ -373,18 +445,11 @@ pub fn spawn(
         if let Some(w) = writer {
             w.abort();
         }
-        // Whatever the command left running in its group (`cmd &`) ends
-        // with it: nothing outlives the call, the job, a kill or shutdown.
-        if me.group_alive() {
-            let _ = me.signal_group(Some(Signal::SIGTERM));
-            let deadline = Instant::now() + LEFTOVER_GRACE;
-            while me.group_alive() && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            if me.group_alive() {
-                let _ = me.signal_group(Some(Signal::SIGKILL));
-            }
-        }
+        // Whatever the command left running, in its group or not (`cmd &`,
+        // a `setsid` daemon), ends with it: nothing outlives the call, the
+        // job, a kill or shutdown.
+        me.end_leftovers().await;
+        me.tree.close();
         live.groups.remove(&pid);
         let _ = tx.send(Phase::Done(exit));
     });
@@ -568,5 +633,59 @@ mod tests {
         live.terminate_all(Duration::from_secs(1)).await;
         assert!(a.done().is_some() && b.done().is_some());
         assert!(live.is_empty());
+    }
+
+    /// A descendant that scrubbed its environment (no marker) and left the
+    /// session is still killed at the command's end once a snapshot
+    /// recorded it before it was orphaned; an unrelated child of the worker
+    /// is left alone.
+    #[tokio::test]
+    async fn a_recorded_descendant_without_the_marker_is_killed_and_strangers_are_not() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let go = dir.path().join("go");
+        let script = format!(
+            "env -i /usr/bin/setsid /bin/sh -c '/bin/sleep 356 & while [ ! -e {go} ]; do /bin/sleep 0.01; done'; echo done",
+            go = go.display()
+        );
+        let mut stranger = std::process::Command::new("sleep")
+            .arg("365")
+            .spawn()
+            .unwrap();
+        let live = Arc::new(LiveGroups::default());
+        let p = spawn(&spec(&["sh", "-c", &script]), &live, Outputs::new()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let scrubbed = loop {
+            let members = p.tree.members();
+            let found = members.iter().find(|m| {
+                std::fs::read(format!("/proc/{}/cmdline", m.pid))
+                    .is_ok_and(|c| c == b"/bin/sleep\x00356\x00")
+            });
+            if let Some(m) = found {
+                break m.pid;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the scrubbed sleep never started"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        assert!(
+            tree::marker_of(scrubbed).is_none(),
+            "its environment was scrubbed"
+        );
+        std::fs::write(&go, "").unwrap();
+        assert_eq!(p.wait().await.code, Some(0));
+        assert_eq!(p.outputs.stdout.snapshot().0, "done\n");
+        let gone = async {
+            while pid_alive(scrubbed) {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), gone)
+            .await
+            .expect("the recorded descendant was killed");
+        assert!(pid_alive(stranger.id() as i32), "a stranger was killed");
+        let _ = stranger.kill();
+        let _ = stranger.wait();
     }
 }

@@ -281,7 +281,8 @@ async fn env_forwarding_follows_inherit_false_and_allow() {
         .filter_map(|l| l.split_once('=').map(|(k, _)| k))
         .collect();
     keys.sort();
-    assert_eq!(keys, vec!["A_B", "PATH"]);
+    // plus the worker's command marker, which every command carries
+    assert_eq!(keys, vec!["A_B", "IDE_COMMAND_ID", "PATH"]);
 }
 
 #[tokio::test]
@@ -1215,4 +1216,178 @@ async fn processes_left_behind_by_a_command_are_killed_with_it() {
     let pid: i32 = v["stdout"].as_str().unwrap().trim().parse().unwrap();
     // gone, or a zombie waiting for init to reap it
     assert!(!pid_alive(pid), "pid {pid} still running");
+}
+
+// ---- nothing outlives its command (processes that leave the group) ------
+
+/// Live processes whose argv holds `token` as a whole argument.
+fn pids_with_arg(token: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if cmd.split(|&b| b == 0).any(|a| a == token.as_bytes()) && pid_alive(pid) {
+            out.push(pid);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Wait (at most 20 s) until `n` live processes carry `token`.
+async fn find_pids(token: &str, n: usize) -> Vec<i32> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let pids = pids_with_arg(token);
+        if pids.len() >= n {
+            return pids;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "expected {n} processes with argument {token:?}, found {pids:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The parent of `pid`.
+fn ppid(pid: i32) -> i32 {
+    crate::exec::tree::stat(pid).expect("running").ppid
+}
+
+async fn assert_all_gone(pids: &[i32]) {
+    for &pid in pids {
+        assert!(gone(pid).await, "pid {pid} survived its command");
+    }
+}
+
+fn have_python() -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "pass"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("python3 not available: skipped");
+    }
+    ok
+}
+
+/// GNU `timeout` leads a process group of its own; started in the
+/// background it leaves the command's group, and its sleep with it.
+#[tokio::test]
+async fn a_background_timeout_dies_when_its_command_ends() {
+    let w = world(config());
+    let call = w.call(
+        "shell::exec",
+        json!({"command": "sh", "args": ["-c", "timeout 300 sleep 309 & echo hi"]}),
+    );
+    // The leftovers hold stdout, so the call drains for a while: long
+    // enough to see both (timeout and its sleep) before it returns.
+    let (v, pids) = tokio::join!(call, find_pids("309", 2));
+    let v = v.unwrap();
+    assert_eq!(v["stdout"], "hi\n");
+    assert_eq!(v["exit_code"], 0);
+    assert_all_gone(&pids).await;
+}
+
+/// A timed-out command whose `timeout` left the group (it is not the
+/// leader when a shell runs it), and one where it leads the group.
+#[tokio::test]
+async fn a_timed_out_timeout_dies_with_its_command() {
+    let w = world(config());
+    for (args, token) in [
+        (
+            json!(["-c", "timeout 300 sleep 316; echo unreachable"]),
+            "316",
+        ),
+        (json!(["-c", "exec timeout 300 sleep 3160"]), "3160"),
+    ] {
+        let call = w.call(
+            "shell::exec",
+            json!({"command": "sh", "args": args, "timeout_ms": 1500}),
+        );
+        let (v, pids) = tokio::join!(call, find_pids(token, 2));
+        let v = v.unwrap();
+        assert_eq!(v["timed_out"], true, "{v}");
+        assert_all_gone(&pids).await;
+    }
+}
+
+/// A Python child that leaves the group (`os.setpgrp()`) and starts a
+/// grandchild there; the shell that started it exits at once.
+#[tokio::test]
+async fn a_child_that_leaves_the_group_dies_when_its_command_ends() {
+    if !have_python() {
+        return;
+    }
+    let w = world(config());
+    let script = r#"python3 -c 'import os,subprocess,time; os.setpgrp(); subprocess.Popen(["sleep","327"]); time.sleep(327)' & echo started"#;
+    let call = w.call(
+        "shell::exec",
+        json!({"command": "sh", "args": ["-c", script]}),
+    );
+    // the grandchild's parent is the Python process, in a group of its own
+    let found = async {
+        let sleep = find_pids("327", 1).await[0];
+        (sleep, ppid(sleep))
+    };
+    let (v, (sleep, python)) = tokio::join!(call, found);
+    let v = v.unwrap();
+    assert_eq!(v["stdout"], "started\n");
+    assert_all_gone(&[sleep, python]).await;
+}
+
+/// `shell::kill` of a job reaches a child that left the group (and its
+/// grandchild), and a double-forked `setsid` daemon re-parented to the
+/// worker.
+#[tokio::test]
+async fn kill_reaches_children_that_left_the_group_and_daemons() {
+    if !have_python() {
+        return;
+    }
+    let w = world(config());
+    let script = r#"python3 -c 'import os,subprocess,time; os.setpgrp(); subprocess.Popen(["sleep","338"]); time.sleep(338)' & python3 -c 'import os; os.fork() and os._exit(0); os.setsid(); os.fork() and os._exit(0); os.execvp("sleep", ["sleep", "339"])'; wait"#;
+    let v = w
+        .ok(
+            "shell::exec_bg",
+            json!({"command": "sh", "args": ["-c", script]}),
+        )
+        .await;
+    let id = v["job_id"].as_str().unwrap();
+    let grandchild = find_pids("338", 1).await[0];
+    let python = ppid(grandchild);
+    let daemon = find_pids("339", 1).await[0];
+    assert_eq!(
+        ppid(daemon),
+        std::process::id() as i32,
+        "re-parented to the worker"
+    );
+    let k = w.ok("shell::kill", json!({"job_id": id})).await;
+    assert_eq!(k["status"], "killed");
+    assert_all_gone(&[grandchild, python, daemon]).await;
+}
+
+/// Worker shutdown ends every job, with what left its group.
+#[tokio::test]
+async fn shutdown_reaches_children_that_left_the_group() {
+    if !have_python() {
+        return;
+    }
+    let w = world(config());
+    let script = r#"python3 -c 'import os,subprocess,time; os.setpgrp(); subprocess.Popen(["sleep","347"]); time.sleep(347)' & timeout 300 sleep 348 & wait"#;
+    w.ok(
+        "shell::exec_bg",
+        json!({"command": "sh", "args": ["-c", script]}),
+    )
+    .await;
+    let grandchild = find_pids("347", 1).await[0];
+    let python = ppid(grandchild);
+    let timeout = find_pids("348", 2).await;
+    w.services.shutdown().await;
+    assert_all_gone(&[grandchild, python]).await;
+    assert_all_gone(&timeout).await;
 }
