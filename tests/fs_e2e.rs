@@ -629,3 +629,31 @@ async fn sandbox_targets_are_forwarded_to_the_sandbox_worker() {
     assert_eq!(mv.1["overwrite"], false);
     sandbox.shutdown_async().await;
 }
+
+#[tokio::test]
+async fn recursive_chmod_of_a_symlink_root_is_212_and_changes_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::start("").await;
+    std::fs::create_dir_all(w.root.join("real/inner")).unwrap();
+    std::fs::write(w.root.join("real/inner/f"), "x").unwrap();
+    std::os::unix::fs::symlink(w.root.join("real"), w.root.join("alias")).unwrap();
+    let mode = |p: &str| {
+        std::fs::metadata(w.root.join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    let before = (mode("real"), mode("real/inner"), mode("real/inner/f"));
+    let e = w
+        .err(
+            "shell::fs::chmod",
+            json!({"path": "alias", "mode": "0700", "recursive": true}),
+        )
+        .await;
+    assert!(e.message.contains("S212") || e.code == "S212", "{e:?}");
+    assert_eq!(
+        (mode("real"), mode("real/inner"), mode("real/inner/f")),
+        before
+    );
+}
