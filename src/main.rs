@@ -96,6 +96,9 @@ fn pretty(v: &serde_json::Value) -> String {
 }
 
 async fn serve(url: String, config: &Path) -> ExitCode {
+    // Before any command runs: orphans of commands are re-parented to the
+    // worker, so they can be found and killed with their command.
+    ide::exec::tree::init();
     let seed = match load_seed(config) {
         Ok(c) => c,
         Err(e) => {

@@ -55,7 +55,7 @@ pub const TICK: Duration = Duration::from_millis(250);
 /// How often orphaned zombies are looked for while no command runs.
 const IDLE_TICK: Duration = Duration::from_secs(1);
 /// Most pids probed at a command's end before a full scan is cheaper.
-const PROBE_SPAN: i32 = 256;
+const PROBE_SPAN: i32 = 1024;
 
 struct Worker {
     pid: i32,
@@ -259,6 +259,37 @@ fn send(member: &Stat, signal: Signal) -> bool {
 
 // ---- trees ----
 
+/// Every process at one moment, with the ppid links and the markers of the
+/// worker's orphans (the only processes whose marker is read).
+struct Snapshot {
+    all: Vec<Stat>,
+    /// ppid → indexes into `all`.
+    children: HashMap<i32, Vec<usize>>,
+    /// orphan pid → its marker, if any.
+    markers: HashMap<i32, Option<Vec<u8>>>,
+}
+
+impl Snapshot {
+    fn take() -> Snapshot {
+        let w = worker();
+        let all = scan();
+        let mut children: HashMap<i32, Vec<usize>> = HashMap::new();
+        let mut markers = HashMap::new();
+        for (i, s) in all.iter().enumerate() {
+            children.entry(s.ppid).or_default().push(i);
+            let orphan = s.ppid == w.pid || (!w.subreaper && s.ppid == 1);
+            if orphan && s.live() && !is_owned(s.pid) {
+                markers.insert(s.pid, marker_of(s.pid));
+            }
+        }
+        Snapshot {
+            all,
+            children,
+            markers,
+        }
+    }
+}
+
 static LIVE: LazyLock<DashMap<String, Arc<Tree>>> = LazyLock::new(DashMap::new);
 
 /// A fresh command id for [`MARKER`] (unique within the worker, and across
@@ -305,25 +336,23 @@ impl Tree {
         self.seen.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The live members among `all`, recorded for later.
-    fn members_in(&self, all: &[Stat]) -> Vec<Stat> {
+    /// The live members in `snap`, recorded for later.
+    fn members_in(&self, snap: &Snapshot) -> Vec<Stat> {
         let w = worker();
         let reaped = self.leader_reaped.load(Ordering::SeqCst);
         let seen = self.seen().clone();
-        let mut children: HashMap<i32, Vec<&Stat>> = HashMap::new();
         let mut roots: Vec<&Stat> = Vec::new();
-        for s in all {
-            children.entry(s.ppid).or_default().push(s);
+        for s in &snap.all {
             if s.pid == w.pid || s.pid == 1 || !s.live() {
                 continue;
             }
-            let orphan = s.ppid == w.pid || (!w.subreaper && s.ppid == 1);
             let ours = (!reaped && s.pid == self.leader)
                 || s.pgrp == self.leader
                 || seen.get(&s.pid) == Some(&s.start)
-                || (orphan
-                    && !is_owned(s.pid)
-                    && marker_of(s.pid).is_some_and(|m| m == self.id.as_bytes()));
+                || snap
+                    .markers
+                    .get(&s.pid)
+                    .is_some_and(|m| m.as_deref() == Some(self.id.as_bytes()));
             if ours {
                 roots.push(s);
             }
@@ -333,8 +362,8 @@ impl Tree {
             if s.pid == w.pid || !s.live() || found.insert(s.pid, *s).is_some() {
                 continue;
             }
-            if let Some(kids) = children.get(&s.pid) {
-                roots.extend(kids.iter().copied());
+            if let Some(kids) = snap.children.get(&s.pid) {
+                roots.extend(kids.iter().map(|&i| &snap.all[i]));
             }
         }
         *self.seen() = found.iter().map(|(&p, s)| (p, s.start)).collect();
@@ -343,7 +372,7 @@ impl Tree {
 
     /// The live members now (a full scan).
     pub fn members(&self) -> Vec<Stat> {
-        self.members_in(&scan())
+        self.members_in(&Snapshot::take())
     }
 
     /// Signal every live member; returns how many there were.
@@ -377,12 +406,13 @@ impl Tree {
         if !(0..=PROBE_SPAN).contains(&span) {
             return true; // many forks, or the pids wrapped: scan instead
         }
-        // Threads answer too; a thread of an orphan only makes this `true`.
-        (self.leader + 1..=last).any(|pid| {
-            stat(pid).is_some_and(|s| {
-                s.live() && ((s.ppid == w.pid && !is_owned(pid)) || s.pgrp == self.leader)
-            })
-        })
+        // Only a live orphan (a child of the worker it did not spawn) can
+        // hold a survivor; the group is checked by the caller. The worker's
+        // own children are skipped before any read, so many concurrent
+        // commands cost a lookup each. Threads answer too; a thread of an
+        // orphan only makes this `true`.
+        (self.leader + 1..=last)
+            .any(|pid| !is_owned(pid) && stat(pid).is_some_and(|s| s.live() && s.ppid == w.pid))
     }
 }
 
@@ -395,12 +425,13 @@ fn reaper_loop() {
         let Some(w) = WORKER.get() else {
             continue;
         };
-        let all = scan();
+        let snap = Snapshot::take();
         let trees: Vec<Arc<Tree>> = LIVE.iter().map(|e| e.value().clone()).collect();
         for tree in trees {
-            tree.members_in(&all);
+            tree.members_in(&snap);
         }
-        let zombies: HashMap<i32, u64> = all
+        let zombies: HashMap<i32, u64> = snap
+            .all
             .iter()
             .filter(|s| s.ppid == w.pid && !s.live())
             .map(|s| (s.pid, s.start))
