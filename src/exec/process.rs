@@ -16,10 +16,12 @@
 //! exited. Reading then stops and whatever the leftover writes later is
 //! dropped; the call does not wait for it.
 //!
-//! Killing is TERM to the group, then KILL to the group after
-//! [`KILL_GRACE`] unless the group is already empty. The group id is the
-//! leader's pid; it is only signalled while the leader is unreaped or the
-//! group still has members, so it cannot name a recycled pid.
+//! Killing is TERM to the group and to every other member of the command's
+//! [`Tree`] (descendants that left the group: daemons, `timeout`,
+//! `setpgrp`), then KILL after [`KILL_GRACE`] unless all of them ended. The
+//! group id is the leader's pid; it is only signalled while the leader is
+//! unreaped or the group still has members, so it cannot name a recycled
+//! pid; other members are signalled through pidfds (see [`tree`]).
 
 use super::capture::{self, Capture};
 use super::env_gate::ChildEnv;
