@@ -54,8 +54,11 @@ pub const MARKER: &str = "IDE_COMMAND_ID";
 pub const TICK: Duration = Duration::from_millis(250);
 /// How often orphaned zombies are looked for while no command runs.
 const IDLE_TICK: Duration = Duration::from_secs(1);
-/// Most pids probed at a command's end before a full scan is cheaper.
-const PROBE_SPAN: i32 = 1024;
+/// Most pids allocated since a command's spawn that its end still checks
+/// one by one; past it, a full scan.
+const PROBE_SPAN: i32 = 4096;
+/// Up to this many, each pid is probed; past it, `/proc` is listed once.
+const PROBE_DIRECT: i32 = 32;
 
 struct Worker {
     pid: i32,
@@ -408,11 +411,24 @@ impl Tree {
         }
         // Only a live orphan (a child of the worker it did not spawn) can
         // hold a survivor; the group is checked by the caller. The worker's
-        // own children are skipped before any read, so many concurrent
-        // commands cost a lookup each. Threads answer too; a thread of an
-        // orphan only makes this `true`.
-        (self.leader + 1..=last)
-            .any(|pid| !is_owned(pid) && stat(pid).is_some_and(|s| s.live() && s.ppid == w.pid))
+        // own children are skipped before any read. A few pids are probed
+        // directly (threads answer too; a thread of an orphan only makes
+        // this `true`); past [`PROBE_DIRECT`] one listing of `/proc` is
+        // cheaper than probing pids that mostly no longer exist (many
+        // concurrent commands).
+        let orphan =
+            |pid: i32| !is_owned(pid) && stat(pid).is_some_and(|s| s.live() && s.ppid == w.pid);
+        if span <= PROBE_DIRECT {
+            return (self.leader + 1..=last).any(orphan);
+        }
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return true;
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&pid| pid > self.leader && pid <= last)
+            .any(orphan)
     }
 }
 
