@@ -193,7 +193,7 @@ impl Process {
         self.signal_tree(Signal::SIGTERM).await;
         let deadline = Instant::now() + grace;
         loop {
-            if self.leader_exited() && !self.group_alive() && self.signal_tree_count().await == 0 {
+            if self.leader_exited() && !self.group_alive() && self.member_count().await == 0 {
                 return true;
             }
             if Instant::now() >= deadline {
@@ -215,7 +215,7 @@ impl Process {
     }
 
     /// How many members the tree still has.
-    async fn signal_tree_count(&self) -> usize {
+    async fn member_count(&self) -> usize {
         let tree = self.tree.clone();
         tokio::task::spawn_blocking(move || tree.members().len())
             .await
@@ -251,7 +251,7 @@ impl Process {
         }
         let deadline = Instant::now() + LEFTOVER_GRACE;
         while Instant::now() < deadline {
-            if !self.group_alive() && self.signal_tree_count().await == 0 {
+            if !self.group_alive() && self.member_count().await == 0 {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -22,10 +22,10 @@
 //! - **Signals** go through a pidfd opened *before* the start time is checked
 //!   again (`pidfd_open` + `pidfd_send_signal`), so the process checked is the
 //!   one signalled; a kernel without pidfds gets `kill(2)` after the check.
-//! - **The end of a command** costs one read of `ns_last_pid` when nothing
-//!   was forked meanwhile: descendants have pids allocated after the leader,
-//!   and once the leader is gone every survivor hangs below an orphan of the
-//!   worker, so only pids in `(leader, last]` are probed
+//! - **The end of a command** costs one read of `ns_last_pid` plus one
+//!   `waitid(WNOWAIT)` per pid allocated meanwhile: descendants have pids
+//!   allocated after the leader, and once the leader is gone every survivor
+//!   hangs below a live orphan, i.e. a child of the worker it did not spawn
 //!   ([`Tree::may_have_leftovers`]); a full scan runs only when one is found.
 //!
 //! **Reaping.** Orphans that die become the worker's zombies; the same
@@ -55,10 +55,8 @@ pub const TICK: Duration = Duration::from_millis(250);
 /// How often orphaned zombies are looked for while no command runs.
 const IDLE_TICK: Duration = Duration::from_secs(1);
 /// Most pids allocated since a command's spawn that its end still checks
-/// one by one; past it, a full scan.
+/// one by one (a syscall each); past it, a full scan.
 const PROBE_SPAN: i32 = 4096;
-/// Up to this many, each pid is probed; past it, `/proc` is listed once.
-const PROBE_DIRECT: i32 = 32;
 
 struct Worker {
     pid: i32,
@@ -411,25 +409,21 @@ impl Tree {
         }
         // Only a live orphan (a child of the worker it did not spawn) can
         // hold a survivor; the group is checked by the caller. The worker's
-        // own children are skipped before any read. A few pids are probed
-        // directly (threads answer too; a thread of an orphan only makes
-        // this `true`); past [`PROBE_DIRECT`] one listing of `/proc` is
-        // cheaper than probing pids that mostly no longer exist (many
-        // concurrent commands).
-        let orphan =
-            |pid: i32| !is_owned(pid) && stat(pid).is_some_and(|s| s.live() && s.ppid == w.pid);
-        if span <= PROBE_DIRECT {
-            return (self.leader + 1..=last).any(orphan);
-        }
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return true;
-        };
-        entries
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|&pid| pid > self.leader && pid <= last)
-            .any(orphan)
+        // own children are skipped by a lookup, every other pid by one
+        // `waitid(WNOWAIT)`: no /proc read, nothing reaped.
+        (self.leader + 1..=last).any(|pid| !is_owned(pid) && live_child(pid))
     }
+}
+
+/// Whether `pid` is a live (not yet exited) child of the worker. Threads,
+/// other processes and missing pids answer ECHILD; a zombie is left as is.
+fn live_child(pid: i32) -> bool {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    matches!(
+        waitid(Id::Pid(nix::unistd::Pid::from_raw(pid)), flags),
+        Ok(WaitStatus::StillAlive)
+    )
 }
 
 // ---- the reaper thread ----
