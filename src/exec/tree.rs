@@ -214,13 +214,17 @@ pub(crate) fn marker_of(pid: i32) -> Option<Vec<u8>> {
     })
 }
 
-/// The last pid the kernel handed out in this pid namespace.
+/// The last pid the kernel handed out in this pid namespace (the file is
+/// kept open and read with `pread`: one syscall a command).
 fn last_pid() -> Option<i32> {
-    std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+    use std::os::unix::fs::FileExt;
+    static FILE: OnceLock<Option<std::fs::File>> = OnceLock::new();
+    let file = FILE
+        .get_or_init(|| std::fs::File::open("/proc/sys/kernel/ns_last_pid").ok())
+        .as_ref()?;
+    let mut buf = [0u8; 16];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()
 }
 
 /// Send `signal` to `member` if it is still that process (same start time).
@@ -411,7 +415,20 @@ impl Tree {
         // hold a survivor; the group is checked by the caller. The worker's
         // own children are skipped by a lookup, every other pid by one
         // `waitid(WNOWAIT)`: no /proc read, nothing reaped.
-        (self.leader + 1..=last).any(|pid| !is_owned(pid) && live_child(pid))
+        // An orphan carrying another command's marker (from this worker) is
+        // that command's, like everything below it; a child still being
+        // spawned by a concurrent command is one too.
+        let own_prefix = format!("{}-", w.prefix);
+        (self.leader + 1..=last).any(|pid| {
+            if is_owned(pid) || !live_child(pid) {
+                return false;
+            }
+            match marker_of(pid) {
+                Some(m) if m == self.id.as_bytes() => true,
+                Some(m) => !m.starts_with(own_prefix.as_bytes()),
+                None => true,
+            }
+        })
     }
 }
 
@@ -483,5 +500,17 @@ mod tests {
         assert!(s.live());
         let me = stat(std::process::id() as i32).unwrap();
         assert!(me.start > 0 && me.live());
+    }
+
+    #[test]
+    fn the_last_pid_follows_each_spawn() {
+        for _ in 0..2 {
+            let mut child = std::process::Command::new("true").spawn().unwrap();
+            let pid = child.id() as i32;
+            let last = last_pid().expect("ns_last_pid readable");
+            // later pids may have been handed out meanwhile (or wrapped)
+            assert!(last >= pid || last < 1000, "{last} < {pid}");
+            let _ = child.wait();
+        }
     }
 }
