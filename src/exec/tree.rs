@@ -22,7 +22,8 @@
 //! - **Signals** go through a pidfd opened *before* the start time is checked
 //!   again (`pidfd_open` + `pidfd_send_signal`), so the process checked is the
 //!   one signalled; a kernel without pidfds gets `kill(2)` after the check.
-//! - **The end of a command** costs one read of `ns_last_pid` plus one
+//! - **The end of a short command** (under 100 ms, so pids cannot have
+//!   wrapped) costs one read of `ns_last_pid` plus one
 //!   `waitid(WNOWAIT)` per pid allocated meanwhile: descendants have pids
 //!   allocated after the leader, and once the leader is gone every survivor
 //!   hangs below a live orphan, i.e. a child of the worker it did not spawn
@@ -57,6 +58,10 @@ const IDLE_TICK: Duration = Duration::from_secs(1);
 /// Most pids allocated since a command's spawn that its end still checks
 /// one by one (a syscall each); past it, a full scan.
 const PROBE_SPAN: i32 = 4096;
+/// Commands that ran longer get a full scan at their end instead of the
+/// pid probe: the pids could have wrapped around meanwhile, and a scan is
+/// cheap next to such a command.
+const PROBE_MAX_AGE: Duration = Duration::from_millis(100);
 
 struct Worker {
     pid: i32,
@@ -310,6 +315,7 @@ pub struct Tree {
     id: String,
     leader: i32,
     leader_reaped: AtomicBool,
+    opened: std::time::Instant,
     /// Members seen before: pid → start time.
     seen: Mutex<HashMap<i32, u64>>,
 }
@@ -321,6 +327,7 @@ impl Tree {
             id: id.clone(),
             leader,
             leader_reaped: AtomicBool::new(false),
+            opened: std::time::Instant::now(),
             seen: Mutex::new(HashMap::new()),
         });
         LIVE.insert(id, tree.clone());
@@ -394,7 +401,7 @@ impl Tree {
     /// certain, `true` asks for [`Tree::members`].
     pub fn may_have_leftovers(&self) -> bool {
         let w = worker();
-        if !w.subreaper {
+        if !w.subreaper || self.opened.elapsed() > PROBE_MAX_AGE {
             return true;
         }
         let recorded: Vec<(i32, u64)> = self.seen().iter().map(|(&p, &s)| (p, s)).collect();
