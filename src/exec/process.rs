@@ -627,7 +627,7 @@ mod tests {
     }
 
     /// A descendant that scrubbed its environment (no marker) and left the
-    /// session is still killed at the command's end once a snapshot
+    /// group (`setsid`) is still killed at the command's end once a snapshot
     /// recorded it before it was orphaned; an unrelated child of the worker
     /// is left alone.
     #[tokio::test]
