@@ -12,7 +12,8 @@
 //!    one path policy, stdin. Sandbox targets refuse those fields (S210) and
 //!    are forwarded to `sandbox::exec` ([`sandbox_target`]).
 //! 4. [`process`]: spawn as the leader of a process group, capped capture,
-//!    reaping, group kill.
+//!    reaping, group kill; [`tree`]: every other descendant (what left the
+//!    group) is tracked and killed with it, and orphans are reaped.
 //! 5. [`jobs`]: the job table (atomic id reservation, admission, retention)
 //!    and the `shell::job-finished` fan-out ([`job_finished`]).
 //!

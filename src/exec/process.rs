@@ -16,10 +16,12 @@
 //! exited. Reading then stops and whatever the leftover writes later is
 //! dropped; the call does not wait for it.
 //!
-//! Killing is TERM to the group, then KILL to the group after
-//! [`KILL_GRACE`] unless the group is already empty. The group id is the
-//! leader's pid; it is only signalled while the leader is unreaped or the
-//! group still has members, so it cannot name a recycled pid.
+//! Killing is TERM to the group and to every other member of the command's
+//! [`Tree`] (descendants that left the group: daemons, `timeout`,
+//! `setpgrp`), then KILL after [`KILL_GRACE`] unless all of them ended. The
+//! group id is the leader's pid; it is only signalled while the leader is
+//! unreaped or the group still has members, so it cannot name a recycled
+//! pid; other members are signalled through pidfds (see [`tree`]).
 
 use super::capture::{self, Capture};
 use super::env_gate::ChildEnv;
@@ -197,7 +199,7 @@ impl Process {
         self.signal_tree(Signal::SIGTERM).await;
         let deadline = Instant::now() + grace;
         loop {
-            if self.leader_exited() && !self.group_alive() && self.signal_tree_count().await == 0 {
+            if self.leader_exited() && !self.group_alive() && self.member_count().await == 0 {
                 return true;
             }
             if Instant::now() >= deadline {
@@ -219,7 +221,7 @@ impl Process {
     }
 
     /// How many members the tree still has.
-    async fn signal_tree_count(&self) -> usize {
+    async fn member_count(&self) -> usize {
         let tree = self.tree.clone();
         tokio::task::spawn_blocking(move || tree.members().len())
             .await
@@ -255,7 +257,7 @@ impl Process {
         }
         let deadline = Instant::now() + LEFTOVER_GRACE;
         while Instant::now() < deadline {
-            if !self.group_alive() && self.signal_tree_count().await == 0 {
+            if !self.group_alive() && self.member_count().await == 0 {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -636,7 +638,7 @@ mod tests {
     }
 
     /// A descendant that scrubbed its environment (no marker) and left the
-    /// session is still killed at the command's end once a snapshot
+    /// group (`setsid`) is still killed at the command's end once a snapshot
     /// recorded it before it was orphaned; an unrelated child of the worker
     /// is left alone.
     #[tokio::test]

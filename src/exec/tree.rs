@@ -22,10 +22,11 @@
 //! - **Signals** go through a pidfd opened *before* the start time is checked
 //!   again (`pidfd_open` + `pidfd_send_signal`), so the process checked is the
 //!   one signalled; a kernel without pidfds gets `kill(2)` after the check.
-//! - **The end of a command** costs one read of `ns_last_pid` when nothing
-//!   was forked meanwhile: descendants have pids allocated after the leader,
-//!   and once the leader is gone every survivor hangs below an orphan of the
-//!   worker, so only pids in `(leader, last]` are probed
+//! - **The end of a short command** (under 100 ms, so pids cannot have
+//!   wrapped) costs one read of `ns_last_pid` plus one
+//!   `waitid(WNOWAIT)` per pid allocated meanwhile: descendants have pids
+//!   allocated after the leader, and once the leader is gone every survivor
+//!   hangs below a live orphan, i.e. a child of the worker it did not spawn
 //!   ([`Tree::may_have_leftovers`]); a full scan runs only when one is found.
 //!
 //! **Reaping.** Orphans that die become the worker's zombies; the same
@@ -54,8 +55,13 @@ pub const MARKER: &str = "IDE_COMMAND_ID";
 pub const TICK: Duration = Duration::from_millis(250);
 /// How often orphaned zombies are looked for while no command runs.
 const IDLE_TICK: Duration = Duration::from_secs(1);
-/// Most pids probed at a command's end before a full scan is cheaper.
-const PROBE_SPAN: i32 = 1024;
+/// Most pids allocated since a command's spawn that its end still checks
+/// one by one (a syscall each); past it, a full scan.
+const PROBE_SPAN: i32 = 4096;
+/// Commands that ran longer get a full scan at their end instead of the
+/// pid probe: the pids could have wrapped around meanwhile, and a scan is
+/// cheap next to such a command.
+const PROBE_MAX_AGE: Duration = Duration::from_millis(100);
 
 struct Worker {
     pid: i32,
@@ -213,13 +219,17 @@ pub(crate) fn marker_of(pid: i32) -> Option<Vec<u8>> {
     })
 }
 
-/// The last pid the kernel handed out in this pid namespace.
+/// The last pid the kernel handed out in this pid namespace (the file is
+/// kept open and read with `pread`: one syscall a command).
 fn last_pid() -> Option<i32> {
-    std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+    use std::os::unix::fs::FileExt;
+    static FILE: OnceLock<Option<std::fs::File>> = OnceLock::new();
+    let file = FILE
+        .get_or_init(|| std::fs::File::open("/proc/sys/kernel/ns_last_pid").ok())
+        .as_ref()?;
+    let mut buf = [0u8; 16];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()
 }
 
 /// Send `signal` to `member` if it is still that process (same start time).
@@ -305,6 +315,7 @@ pub struct Tree {
     id: String,
     leader: i32,
     leader_reaped: AtomicBool,
+    opened: std::time::Instant,
     /// Members seen before: pid → start time.
     seen: Mutex<HashMap<i32, u64>>,
 }
@@ -316,6 +327,7 @@ impl Tree {
             id: id.clone(),
             leader,
             leader_reaped: AtomicBool::new(false),
+            opened: std::time::Instant::now(),
             seen: Mutex::new(HashMap::new()),
         });
         LIVE.insert(id, tree.clone());
@@ -389,7 +401,7 @@ impl Tree {
     /// certain, `true` asks for [`Tree::members`].
     pub fn may_have_leftovers(&self) -> bool {
         let w = worker();
-        if !w.subreaper {
+        if !w.subreaper || self.opened.elapsed() > PROBE_MAX_AGE {
             return true;
         }
         let recorded: Vec<(i32, u64)> = self.seen().iter().map(|(&p, &s)| (p, s)).collect();
@@ -408,12 +420,34 @@ impl Tree {
         }
         // Only a live orphan (a child of the worker it did not spawn) can
         // hold a survivor; the group is checked by the caller. The worker's
-        // own children are skipped before any read, so many concurrent
-        // commands cost a lookup each. Threads answer too; a thread of an
-        // orphan only makes this `true`.
-        (self.leader + 1..=last)
-            .any(|pid| !is_owned(pid) && stat(pid).is_some_and(|s| s.live() && s.ppid == w.pid))
+        // own children are skipped by a lookup, every other pid by one
+        // `waitid(WNOWAIT)`: no /proc read, nothing reaped.
+        // An orphan carrying another command's marker (from this worker) is
+        // that command's, like everything below it; a child still being
+        // spawned by a concurrent command is one too.
+        let own_prefix = format!("{}-", w.prefix);
+        (self.leader + 1..=last).any(|pid| {
+            if is_owned(pid) || !live_child(pid) {
+                return false;
+            }
+            match marker_of(pid) {
+                Some(m) if m == self.id.as_bytes() => true,
+                Some(m) => !m.starts_with(own_prefix.as_bytes()),
+                None => true,
+            }
+        })
     }
+}
+
+/// Whether `pid` is a live (not yet exited) child of the worker. Threads,
+/// other processes and missing pids answer ECHILD; a zombie is left as is.
+fn live_child(pid: i32) -> bool {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    matches!(
+        waitid(Id::Pid(nix::unistd::Pid::from_raw(pid)), flags),
+        Ok(WaitStatus::StillAlive)
+    )
 }
 
 // ---- the reaper thread ----
@@ -473,5 +507,17 @@ mod tests {
         assert!(s.live());
         let me = stat(std::process::id() as i32).unwrap();
         assert!(me.start > 0 && me.live());
+    }
+
+    #[test]
+    fn the_last_pid_follows_each_spawn() {
+        for _ in 0..2 {
+            let mut child = std::process::Command::new("true").spawn().unwrap();
+            let pid = child.id() as i32;
+            let last = last_pid().expect("ns_last_pid readable");
+            // later pids may have been handed out meanwhile (or wrapped)
+            assert!(last >= pid || last < 1000, "{last} < {pid}");
+            let _ = child.wait();
+        }
     }
 }
