@@ -26,6 +26,9 @@ pub struct Runtime {
     /// resolved against the worker's cwd when the runtime is built) or the
     /// worker's cwd.
     pub working_dir: PathBuf,
+    /// Where a command without `cwd` starts, opened once per snapshot
+    /// (see `exec::default_cwd`).
+    pub command_cwd: std::sync::OnceLock<crate::exec::Cwd>,
 }
 
 impl Runtime {
@@ -79,6 +82,7 @@ impl Runtime {
             policy,
             command_denylist,
             working_dir,
+            command_cwd: std::sync::OnceLock::new(),
         })
     }
 

@@ -110,8 +110,15 @@ pub struct Cwd {
 /// The directory a command without `cwd` starts in: the configured
 /// `working_dir`; with a jail and no `working_dir`, the primary jail root
 /// (not the worker's own cwd, which may lie outside the jail). Opened by
-/// handle when the policy accepts it.
+/// handle when the policy accepts it — once per runtime snapshot.
 pub fn default_cwd(runtime: &Runtime) -> Cwd {
+    runtime
+        .command_cwd
+        .get_or_init(|| open_default_cwd(runtime))
+        .clone()
+}
+
+fn open_default_cwd(runtime: &Runtime) -> Cwd {
     let path = match (
         &runtime.config.working_dir,
         runtime.policy.jail_roots().first(),
