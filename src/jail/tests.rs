@@ -421,3 +421,75 @@ async fn a_jailed_command_without_cwd_starts_in_the_primary_root() {
         k.root.display().to_string()
     );
 }
+
+/// A symlink to a denylisted or glob-protected target answers exactly like
+/// a symlink to a missing target and like a missing path, on every
+/// function that follows a link, jailed and unjailed.
+#[tokio::test]
+async fn links_to_denied_targets_read_like_missing_paths_on_every_function() {
+    fn payloads(p: &str) -> Vec<(&'static str, Value)> {
+        vec![
+            ("shell::fs::ls", json!({"path": p})),
+            ("shell::fs::read", json!({"path": p})),
+            ("shell::fs::write", json!({"path": p, "content": "x"})),
+            ("shell::fs::chmod", json!({"path": p, "mode": "0600"})),
+            ("shell::fs::grep", json!({"path": p, "pattern": "x"})),
+            (
+                "shell::fs::sed",
+                json!({"files": [p], "pattern": "x", "replacement": "y"}),
+            ),
+            ("shell::exec", json!({"command": "true", "cwd": p})),
+            ("coder::read-file", json!({"path": p})),
+            ("coder::list-folder", json!({"path": p})),
+            ("coder::tree", json!({"path": p})),
+            ("coder::search", json!({"path": p, "query": "x"})),
+        ]
+    }
+    for k in [Kit::jailed(), Kit::unjailed()] {
+        k.file("blocked/f.txt", "denied"); // denylisted
+        k.file(".env", "SECRET=1"); // protected glob
+        let links = [
+            ("l-denied", k.root.join("blocked/f.txt")),
+            ("l-denied-dir", k.root.join("blocked")),
+            ("l-glob", k.root.join(".env")),
+            ("l-denied-missing", k.root.join("blocked/none")),
+            ("l-missing", k.root.join("nowhere")),
+        ];
+        for (name, target) in &links {
+            symlink(target, k.root.join(name)).unwrap();
+        }
+        let missing = k.p("never-there");
+        for (i, (id, _)) in payloads("x").iter().enumerate() {
+            let answer = |raw: String| {
+                let payload = payloads(&raw).swap_remove(i).1;
+                let k = &k;
+                async move {
+                    let r = k.call(id, payload).await;
+                    let text = match r {
+                        Ok(v) => {
+                            // batch functions carry the error per entry
+                            let e = v["results"][0]["error"].clone();
+                            assert!(!e.is_null(), "{id} {raw}: succeeded: {v}");
+                            match e.as_str() {
+                                Some(text) => text.to_string(), // sed: "S211: ..."
+                                None => format!("{}: {}", e["code"], e["message"]),
+                            }
+                        }
+                        Err(e) => format!("{}: {}", e.code, e.message),
+                    };
+                    text.replace(&raw, "<P>")
+                }
+            };
+            let want = answer(k.p("l-missing")).await;
+            assert!(want.contains("211"), "{id}: {want}");
+            for (name, _) in &links {
+                assert_eq!(answer(k.p(name)).await, want, "{id} through {name}");
+            }
+            // A write to a missing path simply creates it; everywhere else a
+            // missing path reads exactly like the links.
+            if *id != "shell::fs::write" {
+                assert_eq!(answer(missing.clone()).await, want, "{id}: missing path");
+            }
+        }
+    }
+}
