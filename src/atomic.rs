@@ -22,6 +22,7 @@
 //! at any point leaves the target as it was.
 
 use crate::jail::{self, Parent, STAGING_PREFIX};
+use crate::journal;
 use crate::policy::Resolved;
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag};
@@ -72,9 +73,86 @@ pub fn write_atomic(
 pub fn rename(from: &Resolved, to: &Resolved, clobber: Clobber) -> std::io::Result<()> {
     let src = from.parent()?;
     let dst = to.parent()?;
+    let cap = journal::capture();
+    // What the move replaces at the destination, and what it moves.
+    let replaced = cap.as_ref().and_then(|c| image_at(c, &dst));
+    let moved = cap.as_ref().and_then(|c| image_at(c, &src));
     src.rename_to(&dst, clobber == Clobber::Never)?;
     dst.sync_dir();
     src.sync_dir();
+    if let Some(c) = cap {
+        c.record(
+            journal::ChangeKind::Moved,
+            &to.path,
+            Some(&from.path),
+            replaced,
+            moved,
+        );
+    }
+    Ok(())
+}
+
+/// The current body of the regular file a parent entry names, for the
+/// journal (none when absent or not a regular file).
+fn image_at(cap: &journal::Capture, at: &Parent) -> Option<journal::Image> {
+    let fd = at.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0).ok()?;
+    let file = std::fs::File::from(fd);
+    let md = file.metadata().ok()?;
+    if !md.is_file() {
+        return None;
+    }
+    cap.image_of(&file, md.permissions().mode() & 0o7777)
+}
+
+/// Remove a non-directory entry (a symlink itself, never its target),
+/// journaling a regular file's body.
+pub fn remove_file(target: &Resolved) -> std::io::Result<()> {
+    let parent = target.parent()?;
+    let cap = journal::capture();
+    let before = cap.as_ref().and_then(|c| image_at(c, &parent));
+    parent.unlink()?;
+    parent.sync_dir();
+    if let (Some(c), Some(b)) = (cap, before) {
+        c.record(
+            journal::ChangeKind::Deleted,
+            &target.path,
+            None,
+            Some(b),
+            None,
+        );
+    }
+    Ok(())
+}
+
+/// Remove a directory and everything below it ([`jail::remove_tree`]),
+/// journaling each regular file's body first (bodies over the blob cap are
+/// journaled without them).
+pub fn remove_tree(target: &Resolved) -> std::io::Result<()> {
+    let parent = target.parent()?;
+    let cap = journal::capture();
+    let mut removed = Vec::new();
+    if let Some(c) = &cap {
+        jail::walk::walk(target.loc(), Default::default(), |node| {
+            if node.kind == jail::dir::Kind::File {
+                if let Ok(fd) = node.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK) {
+                    let file = std::fs::File::from(fd);
+                    if let Ok(md) = file.metadata() {
+                        if let Some(img) = c.image_of(&file, md.permissions().mode() & 0o7777) {
+                            removed.push((node.path.to_path_buf(), img));
+                        }
+                    }
+                }
+            }
+            jail::walk::Step::Descend
+        });
+    }
+    jail::remove_tree(&parent)?;
+    parent.sync_dir();
+    if let Some(c) = cap {
+        for (path, img) in removed {
+            c.record(journal::ChangeKind::Deleted, &path, None, Some(img), None);
+        }
+    }
     Ok(())
 }
 
@@ -289,6 +367,17 @@ impl Sealed {
         let mut stage = self.stage.take().expect("a sealed stage commits once");
         let written = stage.written;
         let target = stage.parent.name.clone();
+        // The journal keeps the body being replaced and the new one; both
+        // are stored before the swap, the record is written after it.
+        let cap = journal::capture();
+        let images = cap.as_ref().map(|c| {
+            let before = image_at(c, &stage.parent);
+            let mode = stage
+                .file
+                .metadata()
+                .map_or(DEFAULT_FILE_MODE, |m| m.permissions().mode() & 0o7777);
+            (before, c.image_of(&stage.file, mode))
+        });
         match (stage.named.take(), clobber) {
             (None, Clobber::Never) => stage.link_as(&target)?,
             (None, Clobber::Replace) => {
@@ -325,6 +414,10 @@ impl Sealed {
             }
         }
         stage.parent.sync_dir();
+        if let (Some(c), Some((before, after))) = (cap, images) {
+            let path = stage.parent.loc().abs();
+            c.record(journal::write_kind(&before), &path, None, before, after);
+        }
         Ok(written)
     }
 }

@@ -265,9 +265,13 @@ where
         let accepted = accepted.clone();
         let string_arrays = string_arrays.clone();
         Box::pin(async move {
+            let scope = crate::journal::Scope::of_call(id, &payload, &ctx.runtime);
             let req: Req =
                 decode(id, payload, &accepted, &string_arrays).map_err(|e| e.to_wire(surface))?;
-            let resp = f(ctx, req).await.map_err(|e| e.to_wire(surface))?;
+            let resp = scope
+                .run(f(ctx, req))
+                .await
+                .map_err(|e| e.to_wire(surface))?;
             serde_json::to_value(resp).map_err(|e| {
                 Failure::io(format!("cannot encode the response: {e}")).to_wire(surface)
             })
@@ -405,6 +409,9 @@ impl Catalog {
             crate::coder::delete_file::def(),
             crate::coder::move_file::def(),
             crate::coder::search::def(),
+            crate::journal::functions::change_diff_def(),
+            crate::journal::functions::list_def(),
+            crate::journal::functions::revert_def(),
             crate::control::config_status::def(),
             crate::control::on_config_change::def(),
             crate::exec::foreground::def(),

@@ -32,6 +32,7 @@ pub mod error;
 pub mod exec;
 pub mod fs;
 pub mod jail;
+pub mod journal;
 pub mod policy;
 pub mod runtime;
 pub mod sandbox;

@@ -11,6 +11,8 @@ use tempfile::TempDir;
 /// A temp directory used as the only jail root.
 pub struct Jail {
     pub dir: TempDir,
+    /// The change journal's directory (outside the jail).
+    pub journal: TempDir,
     pub root: PathBuf,
     pub services: Arc<Services>,
 }
@@ -34,10 +36,13 @@ impl Jail {
         cfg.fs.allow_unjailed = false;
         cfg.fs.host_roots = vec![root.clone()];
         cfg.fs.denylist_paths = vec![root.join("denied")];
+        let journal = TempDir::new().expect("journal dir");
+        cfg.turns.data_dir = journal.path().to_path_buf();
         tweak(&mut cfg);
         let services = Services::standalone(Runtime::build(cfg).expect("runtime"));
         Jail {
             dir,
+            journal,
             root,
             services,
         }

@@ -5,7 +5,10 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 fn ide(args: &[&str], stdin: Option<&str>) -> Output {
+    // A scratch working directory: the default turns.data_dir is relative.
+    let cwd = tempfile::TempDir::new().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_ide"))
+        .current_dir(cwd.path())
         .args(args)
         .env_remove("III_URL")
         .stdin(Stdio::piped())

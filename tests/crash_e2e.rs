@@ -28,8 +28,9 @@ fn fixture() -> Fixture {
     std::fs::write(
         &cfg,
         format!(
-            "fs:\n  host_roots: [{}]\n  max_read_bytes: 0\n  max_write_bytes: 0\n",
-            root.display()
+            "fs:\n  host_roots: [{}]\n  max_read_bytes: 0\n  max_write_bytes: 0\nturns:\n  data_dir: {}\n",
+            root.display(),
+            dir.path().join("turns").display()
         ),
     )
     .unwrap();
@@ -49,7 +50,10 @@ fn version(tag: char) -> String {
 /// Start `ide call <id> -` with `payload` on stdin (written from a thread so
 /// the kill can land while it is still being read, too).
 fn start(f: &Fixture, id: &str, payload: String) -> Child {
+    // A scratch working directory: the default turns.data_dir is relative.
+    let cwd = tempfile::TempDir::new().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_ide"))
+        .current_dir(cwd.path())
         .args(["--config", f.cfg.to_str().unwrap(), "call", id, "-"])
         .env_remove("III_URL")
         .stdin(Stdio::piped())
@@ -133,7 +137,10 @@ fn crash_points(id: &str) {
         );
     }
     // the points really span the write: both outcomes were seen
-    assert!(saw_old > 0 && saw_new > 0, "{id}: old {saw_old}, new {saw_new}");
+    assert!(
+        saw_old > 0 && saw_new > 0,
+        "{id}: old {saw_old}, new {saw_new}"
+    );
 }
 
 #[test]

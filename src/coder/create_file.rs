@@ -49,6 +49,12 @@ pub struct CreateFileSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(title = "CreateFileInput")]
 pub struct CreateFileInput {
+    /// Change history: groups this call's changes into one turn (`shell::turns::list` / `revert`); without it each change is its own turn.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// Change history: the session the changes belong to (a filter of `shell::turns::list`).
+    #[serde(default)]
+    pub session_id: Option<String>,
     /// Files to create, each processed independently.
     pub files: Vec<CreateFileSpec>,
     /// Optional per-call session working directory: relative paths anchor here and must stay inside it (C220).
@@ -59,6 +65,8 @@ pub struct CreateFileInput {
 /// Outcome of one entry.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct CreateFileResult {
+    /// Change-history id of this entry's change (`coder::change-diff`, `shell::turns::revert`); null when nothing was changed.
+    pub change_id: Option<String>,
     /// Canonical absolute path (resolved through the jail); the caller's input verbatim when resolution failed.
     pub path: String,
     pub success: bool,
@@ -110,6 +118,7 @@ async fn create(ctx: &Ctx, req: CreateFileInput) -> Result<CreateFileOutput, Fai
         };
         results.push(match outcome {
             Ok((path, (bytes, revision))) => CreateFileResult {
+                change_id: crate::journal::take_first(),
                 path: path.path.display().to_string(),
                 success: true,
                 bytes_written: bytes,
@@ -117,6 +126,7 @@ async fn create(ctx: &Ctx, req: CreateFileInput) -> Result<CreateFileOutput, Fai
                 error: None,
             },
             Err(f) => CreateFileResult {
+                change_id: crate::journal::take_first(),
                 path: raw,
                 success: false,
                 bytes_written: 0,

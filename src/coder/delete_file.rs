@@ -18,6 +18,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(title = "DeleteFileInput")]
 pub struct DeleteFileInput {
+    /// Change history: groups this call's changes into one turn (`shell::turns::list` / `revert`); without it each change is its own turn.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// Change history: the session the changes belong to (a filter of `shell::turns::list`).
+    #[serde(default)]
+    pub session_id: Option<String>,
     /// Paths to remove.
     pub paths: Vec<String>,
     /// Required for non-empty directories. Files and empty dirs ignore it.
@@ -31,6 +37,8 @@ pub struct DeleteFileInput {
 /// Outcome of one path.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct DeleteFileResult {
+    /// Change-history id of this entry's change (`coder::change-diff`, `shell::turns::revert`); null when nothing was changed.
+    pub change_id: Option<String>,
     /// Canonical absolute path (resolved through the jail); the caller's input verbatim when resolution failed.
     pub path: String,
     pub success: bool,
@@ -86,12 +94,14 @@ async fn delete(ctx: &Ctx, req: DeleteFileInput) -> Result<DeleteFileOutput, Fai
             };
         results.push(match outcome {
             Ok((path, removed)) => DeleteFileResult {
+                change_id: crate::journal::take_first(),
                 path: path.display().to_string(),
                 success: true,
                 removed,
                 error: None,
             },
             Err(f) => DeleteFileResult {
+                change_id: crate::journal::take_first(),
                 path: raw,
                 success: false,
                 removed: false,
@@ -120,14 +130,14 @@ fn remove(ctx: &Ctx, raw: &str, target: &Resolved, recursive: bool) -> Result<()
         .map_err(|e| Failure::from_io(raw, &e))?
         .ok_or_else(|| Failure::not_found(raw))?;
     if !crate::jail::is_dir_mode(md.st_mode) {
-        parent.unlink().map_err(|e| Failure::from_io(raw, &e))?;
+        crate::atomic::remove_file(target).map_err(|e| Failure::from_io(raw, &e))?;
     } else if recursive {
         // The whole subtree is checked before anything goes, so a delete
         // never stops half way at a protected entry.
         crate::fs::refuse_protected_inside(ctx, raw, target, "delete")
             .map_err(|f| Failure::new(f.class, format!("{}; nothing was deleted", f.message)))?;
         // Never follows symlinks: a link inside is removed, not its target.
-        crate::jail::remove_tree(&parent).map_err(|e| Failure::from_io(raw, &e))?;
+        crate::atomic::remove_tree(target).map_err(|e| Failure::from_io(raw, &e))?;
     } else {
         parent.rmdir().map_err(|e| {
             if e.kind() == std::io::ErrorKind::DirectoryNotEmpty {

@@ -41,6 +41,12 @@ pub struct MoveFileSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(title = "MoveFileInput")]
 pub struct MoveFileInput {
+    /// Change history: groups this call's changes into one turn (`shell::turns::list` / `revert`); without it each change is its own turn.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// Change history: the session the changes belong to (a filter of `shell::turns::list`).
+    #[serde(default)]
+    pub session_id: Option<String>,
     /// Entries to move. Each entry is processed independently so a single failure never aborts the rest.
     pub files: Vec<MoveFileSpec>,
     /// Optional per-call session working directory: relative paths anchor here and both endpoints must stay inside it (C220).
@@ -51,6 +57,8 @@ pub struct MoveFileInput {
 /// Outcome of one move.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct MoveFileResult {
+    /// Change-history id of this entry's change (`coder::change-diff`, `shell::turns::revert`); null when nothing was changed.
+    pub change_id: Option<String>,
     /// Canonical absolute path of the source (resolved through the jail); the caller's input verbatim when resolution failed.
     pub from: String,
     /// Canonical absolute path of the destination (resolved through the jail); the caller's input verbatim when resolution failed.
@@ -120,6 +128,7 @@ async fn move_files(ctx: &Ctx, req: MoveFileInput) -> Result<MoveFileOutput, Fai
         };
         results.push(match outcome {
             Ok((from, to, moved)) => MoveFileResult {
+                change_id: crate::journal::take_first(),
                 from: from.display().to_string(),
                 to: to.display().to_string(),
                 success: true,
@@ -132,6 +141,7 @@ async fn move_files(ctx: &Ctx, req: MoveFileInput) -> Result<MoveFileOutput, Fai
                     None => (spec.from.clone(), spec.to.clone()),
                 };
                 MoveFileResult {
+                    change_id: crate::journal::take_first(),
                     from,
                     to,
                     success: false,
@@ -298,7 +308,7 @@ fn cross_device(
         });
     }
     let src = from.parent().map_err(|e| Failure::from_io(raw, &e))?;
-    if let Err(e) = src.unlink() {
+    if let Err(e) = crate::atomic::remove_file(from) {
         // Undo: the old destination back (or no destination), source intact.
         let undo = match &backup {
             Some(b) => {

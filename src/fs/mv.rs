@@ -22,6 +22,12 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MvRequest {
+    /// Change history: groups this call's changes into one turn (`shell::turns::list` / `revert`); without it each change is its own turn.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// Change history: the session the changes belong to (a filter of `shell::turns::list`).
+    #[serde(default)]
+    pub session_id: Option<String>,
     /// Source path; jail-relative when fs.host_roots are set, else absolute.
     pub src: String,
     /// Destination path; jail-relative when fs.host_roots are set, else absolute.
@@ -36,6 +42,9 @@ pub struct MvRequest {
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct MvResponse {
+    /// Change-history id of the change (`coder::change-diff`); null when none was journaled (sandbox targets, nothing changed).
+    #[serde(default)]
+    pub change_id: Option<String>,
     /// True when the move/rename succeeded.
     pub moved: bool,
     /// Source path. Empty for sandbox targets.
@@ -74,6 +83,7 @@ pub async fn mv(ctx: Ctx, req: MvRequest) -> Result<MvResponse, Failure> {
         )
         .await?;
         return Ok(MvResponse {
+            change_id: crate::journal::take_first(),
             moved: m.moved,
             src: String::new(),
             dst: String::new(),
@@ -133,6 +143,7 @@ pub async fn mv(ctx: Ctx, req: MvRequest) -> Result<MvResponse, Failure> {
             _ => Failure::from_io(&raw_dst, &e),
         })?;
         Ok(MvResponse {
+            change_id: crate::journal::take_first(),
             moved: true,
             src: raw_src,
             dst: raw_dst,

@@ -21,6 +21,12 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RmRequest {
+    /// Change history: groups this call's changes into one turn (`shell::turns::list` / `revert`); without it each change is its own turn.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// Change history: the session the changes belong to (a filter of `shell::turns::list`).
+    #[serde(default)]
+    pub session_id: Option<String>,
     /// Jail-relative when fs.host_roots are set, else absolute.
     pub path: String,
     /// Required to delete a non-empty directory.
@@ -33,6 +39,9 @@ pub struct RmRequest {
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct RmResponse {
+    /// Change-history id of the change (`coder::change-diff`); null when none was journaled (sandbox targets, nothing changed).
+    #[serde(default)]
+    pub change_id: Option<String>,
     /// True when the path was removed.
     pub removed: bool,
     /// The path that was targeted. Empty for sandbox targets.
@@ -68,6 +77,7 @@ pub async fn rm(ctx: Ctx, req: RmRequest) -> Result<RmResponse, Failure> {
         )
         .await?;
         return Ok(RmResponse {
+            change_id: crate::journal::take_first(),
             removed: r.removed,
             path: String::new(),
             was_present: false,
@@ -88,7 +98,7 @@ pub async fn rm(ctx: Ctx, req: RmRequest) -> Result<RmResponse, Failure> {
             .map_err(|e| Failure::from_io(&raw, &e))?
             .ok_or_else(|| Failure::not_found(&raw))?;
         if !crate::jail::is_dir_mode(md.st_mode) {
-            parent.unlink().map_err(|e| Failure::from_io(&raw, &e))?;
+            crate::atomic::remove_file(&resolved).map_err(|e| Failure::from_io(&raw, &e))?;
         } else if !recursive {
             parent.rmdir().map_err(|e| match e.kind() {
                 std::io::ErrorKind::DirectoryNotEmpty => Failure::new(
@@ -102,10 +112,11 @@ pub async fn rm(ctx: Ctx, req: RmRequest) -> Result<RmResponse, Failure> {
             })?;
         } else {
             super::refuse_protected_inside(&ctx2, &raw, &resolved, "remove")?;
-            crate::jail::remove_tree(&parent).map_err(|e| Failure::from_io(&raw, &e))?;
+            crate::atomic::remove_tree(&resolved).map_err(|e| Failure::from_io(&raw, &e))?;
         }
         parent.sync_dir();
         Ok(RmResponse {
+            change_id: crate::journal::take_first(),
             removed: true,
             path: raw,
             was_present: true,

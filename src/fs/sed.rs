@@ -39,6 +39,12 @@ pub const MAX_LINE_UNLIMITED: u64 = 64 * 1024 * 1024;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SedRequest {
+    /// Change history: groups this call's changes into one turn (`shell::turns::list` / `revert`); without it each change is its own turn.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// Change history: the session the changes belong to (a filter of `shell::turns::list`).
+    #[serde(default)]
+    pub session_id: Option<String>,
     /// Rust regex by default; set regex:false for a literal string.
     pub pattern: String,
     /// String to substitute for each match.
@@ -78,6 +84,9 @@ fn yes() -> bool {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FsSedFileResult {
+    /// Change-history id of the change (`coder::change-diff`); null when none was journaled (sandbox targets, nothing changed).
+    #[serde(default)]
+    pub change_id: Option<String>,
     pub path: String,
     pub replacements: u64,
     pub success: bool,
@@ -419,6 +428,7 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
 fn outcome(path: String, r: Result<u64, Failure>) -> FsSedFileResult {
     match r {
         Ok(n) => FsSedFileResult {
+            change_id: crate::journal::take_first(),
             path,
             replacements: n,
             success: true,
@@ -427,6 +437,7 @@ fn outcome(path: String, r: Result<u64, Failure>) -> FsSedFileResult {
         Err(f) => {
             let wire = f.to_wire(Surface::Shell);
             FsSedFileResult {
+                change_id: crate::journal::take_first(),
                 path,
                 replacements: 0,
                 success: false,

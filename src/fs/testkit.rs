@@ -73,6 +73,8 @@ pub struct Kit {
     /// Owns the jail directory (deleted on drop).
     pub _dir: TempDir,
     pub outside: TempDir,
+    /// The change journal's directory.
+    pub _journal: TempDir,
     /// The jail root (canonical).
     pub root: PathBuf,
     pub engine: Arc<FakeEngine>,
@@ -105,7 +107,9 @@ impl Kit {
         Self::with_config(dir, outside, root, cfg)
     }
 
-    pub fn with_config(dir: TempDir, outside: TempDir, root: PathBuf, cfg: Config) -> Kit {
+    pub fn with_config(dir: TempDir, outside: TempDir, root: PathBuf, mut cfg: Config) -> Kit {
+        let journal = TempDir::new().unwrap();
+        cfg.turns.data_dir = journal.path().to_path_buf();
         let engine = Arc::new(FakeEngine::default());
         let services = Arc::new(Services {
             live: Arc::new(LiveRuntime::new(Runtime::build(cfg).unwrap())),
@@ -118,6 +122,7 @@ impl Kit {
         Kit {
             _dir: dir,
             outside,
+            _journal: journal,
             root,
             engine,
             services,
@@ -155,9 +160,15 @@ impl Kit {
         self.catalog.call(&self.services, id, payload).await
     }
 
+    /// A successful answer, without its change-history ids (`change_id`
+    /// is random per change; the journal's own tests check it), so the
+    /// shape tests compare the rest exactly.
     pub async fn ok(&self, id: &str, payload: Value) -> Value {
         match self.call(id, payload.clone()).await {
-            Ok(v) => v,
+            Ok(mut v) => {
+                strip_change_ids(&mut v);
+                v
+            }
             Err(e) => panic!("{id} {payload} failed: {e}"),
         }
     }
@@ -256,6 +267,17 @@ pub async fn redaction_holds_with(id: &str, missing: &str, make: impl Fn(&str) -
                 "{id}: denied {d} differs from missing"
             );
         }
+    }
+}
+
+fn strip_change_ids(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.remove("change_id");
+            m.values_mut().for_each(strip_change_ids);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_change_ids),
+        _ => {}
     }
 }
 

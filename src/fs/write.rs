@@ -68,6 +68,12 @@ fn default_file_mode() -> String {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteRequest {
+    /// Change history: groups this call's changes into one turn (`shell::turns::list` / `revert`); without it each change is its own turn.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// Change history: the session the changes belong to (a filter of `shell::turns::list`).
+    #[serde(default)]
+    pub session_id: Option<String>,
     /// Single-file form: the path to write. Jail-relative when fs.host_roots are set, else absolute. Omit when using `files`.
     #[serde(default)]
     pub path: Option<String>,
@@ -92,6 +98,9 @@ pub struct WriteFileResult {
     pub path: String,
     /// Bytes written to this file.
     pub bytes_written: u64,
+    /// Change-history id of this file's write (`coder::change-diff`).
+    #[serde(default)]
+    pub change_id: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -103,6 +112,9 @@ pub struct WriteResponse {
     /// Per-file results for a batch (`files: [...]`) write; empty for a single-file write.
     #[serde(default)]
     pub files: Vec<WriteFileResult>,
+    /// Change-history id of a single write (per file in `files` for a batch).
+    #[serde(default)]
+    pub change_id: Option<String>,
 }
 
 pub fn def() -> FunctionDef {
@@ -214,6 +226,7 @@ pub async fn write(ctx: Ctx, mut req: WriteRequest) -> Result<WriteResponse, Fai
             out.push(WriteFileResult {
                 path,
                 bytes_written: n,
+                change_id: crate::journal::take_first(),
             });
         }
         Ok(out)
@@ -434,6 +447,7 @@ async fn write_sandbox(
         }
         let w: Written = super::forward(ctx, "sandbox::fs::write", payload).await?;
         results.push(WriteFileResult {
+            change_id: None,
             path: spec.path,
             bytes_written: w.bytes_written,
         });
@@ -451,11 +465,13 @@ impl WriteResponse {
                 bytes_written,
                 path: String::new(),
                 files: results,
+                change_id: None,
             }
         } else {
             WriteResponse {
                 bytes_written,
                 path: results.first().map(|r| r.path.clone()).unwrap_or_default(),
+                change_id: results.first().and_then(|r| r.change_id.clone()),
                 files: Vec::new(),
             }
         }

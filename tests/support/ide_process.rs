@@ -42,6 +42,9 @@ impl Output {
 /// A running `ide` process. Dropping it stops the process: SIGTERM, then
 /// SIGKILL if it is still there after a grace period.
 pub struct IdeProcess {
+    /// The working directory when the caller gave none (removed on drop),
+    /// so the worker's relative `turns.data_dir` never lands in the tree.
+    _cwd: Option<tempfile::TempDir>,
     child: Child,
     output: Arc<Output>,
     readers: Vec<JoinHandle<()>>,
@@ -62,9 +65,17 @@ impl IdeProcess {
         envs: &[(&str, &str)],
     ) -> IdeProcess {
         let mut command = Command::new(env!("CARGO_BIN_EXE_ide"));
-        if let Some(dir) = cwd {
-            command.current_dir(dir);
-        }
+        let own_cwd = match cwd {
+            Some(dir) => {
+                command.current_dir(dir);
+                None
+            }
+            None => {
+                let t = tempfile::TempDir::new().expect("worker cwd");
+                command.current_dir(t.path());
+                Some(t)
+            }
+        };
         command
             .args(args)
             .stdin(Stdio::null())
@@ -88,6 +99,7 @@ impl IdeProcess {
             tokio::spawn(read_lines(stderr, output.clone(), false)),
         ];
         IdeProcess {
+            _cwd: own_cwd,
             child,
             output,
             readers,

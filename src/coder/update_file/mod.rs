@@ -79,6 +79,12 @@ pub struct UpdateFileSpec {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(title = "UpdateFileInput")]
 pub struct UpdateFileInput {
+    /// Change history: groups this call's changes into one turn (`shell::turns::list` / `revert`); without it each change is its own turn.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// Change history: the session the changes belong to (a filter of `shell::turns::list`).
+    #[serde(default)]
+    pub session_id: Option<String>,
     pub files: Vec<UpdateFileSpec>,
     /// Optional per-call session working directory: relative paths anchor here and must stay inside it (C220).
     #[serde(default)]
@@ -103,6 +109,8 @@ pub struct OpEcho {
 /// Outcome of one file.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct UpdateFileResult {
+    /// Change-history id of this entry's change (`coder::change-diff`, `shell::turns::revert`); null when nothing was changed.
+    pub change_id: Option<String>,
     /// Canonical absolute path (resolved through the jail); the caller's input verbatim when resolution failed.
     pub path: String,
     pub success: bool,
@@ -166,6 +174,7 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
         };
         results.push(match outcome {
             Ok((path, done)) => UpdateFileResult {
+                change_id: crate::journal::take_first(),
                 path: path.display().to_string(),
                 success: true,
                 applied: done.applied,
@@ -177,6 +186,7 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
                 error: None,
             },
             Err(f) => UpdateFileResult {
+                change_id: crate::journal::take_first(),
                 path: raw,
                 success: false,
                 applied: 0,

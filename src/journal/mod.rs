@@ -1,0 +1,855 @@
+//! The change journal: every mutation the worker makes, recorded by the
+//! write layer itself ([`crate::atomic`]), with the exact bytes before and
+//! after in a content-addressed blob store.
+//!
+//! Who and why: the catalog wraps every call in a [`Scope`] (function id,
+//! the engine-stamped `_caller_worker_id`, the optional `turn_id` /
+//! `session_id` of the request, the runtime's `turns` settings). The scope
+//! travels into the blocking pool with [`crate::runtime::blocking`], and the
+//! write layer asks [`capture`] for it: no scope, no journal (unit code
+//! calling the write layer directly), so no handler can forget to record.
+//!
+//! On disk, under `turns.data_dir` (relative = against the worker's cwd):
+//! - `journal.log`: one JSON line per change, appended and fsynced after
+//!   the mutation succeeded. A torn last line (kill -9 mid-append) is cut
+//!   off when the journal is opened: at worst the last change is missing.
+//! - `index.bin`: one fixed 48-byte record per change (offset and length
+//!   of its line, time, hashes of turn, session and path), so listing pages
+//!   newest-first through 100k changes without parsing them. Rebuilt from
+//!   the journal when it lags (it is not fsynced: the journal is the truth).
+//! - `blobs/<sha256>`: each distinct body once (written to an `O_TMPFILE`,
+//!   fsynced, linked in: never a partial blob under a hash name).
+//! - `refs/<seq>.before|after`: hard links to the blobs a change uses. The
+//!   link count is the reference count: evicting a change unlinks its refs
+//!   and then the blob when nothing else links it. Bodies are read back
+//!   only after their hash is re-checked.
+//! - `evicted`: the sequence number below which bodies are gone.
+//!
+//! Memory holds no per-change state; the journal grows on disk only, and
+//! `turns.max_blob_bytes` bounds the blob store (oldest bodies go first;
+//! their changes stay listed with `diff_available: false`).
+
+pub mod functions;
+
+use crate::error::Failure;
+use crate::jail::{self, Anchor};
+use nix::fcntl::OFlag;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+const INDEX_RECORD: u64 = 48;
+
+// ───────────────────────────── scope ─────────────────────────────
+
+/// Who is changing files, for the duration of one call.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub function_id: String,
+    pub caller: Option<String>,
+    pub turn_id: Option<String>,
+    pub session_id: Option<String>,
+    pub data_dir: PathBuf,
+    pub max_blob_bytes: u64,
+    /// Change ids recorded during the call, in order.
+    pub recorded: Arc<Mutex<Vec<String>>>,
+}
+
+tokio::task_local! {
+    static CALL: Scope;
+}
+
+thread_local! {
+    static THREAD: std::cell::RefCell<Option<Scope>> = const { std::cell::RefCell::new(None) };
+}
+
+impl Scope {
+    /// The scope of a call to `function_id` with `payload`, under `rt`.
+    pub fn of_call(
+        function_id: &str,
+        payload: &serde_json::Value,
+        rt: &crate::runtime::Runtime,
+    ) -> Scope {
+        let text = |k: &str| payload.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        let dir = &rt.config.turns.data_dir;
+        let data_dir = if dir.is_absolute() {
+            dir.clone()
+        } else {
+            std::env::current_dir()
+                .unwrap_or_else(|_| PathBuf::from("/"))
+                .join(dir)
+        };
+        Scope {
+            function_id: function_id.to_string(),
+            caller: text("_caller_worker_id"),
+            turn_id: text("turn_id").filter(|s| !s.is_empty()),
+            session_id: text("session_id").filter(|s| !s.is_empty()),
+            data_dir,
+            max_blob_bytes: rt.config.turns.max_blob_bytes,
+            recorded: Arc::default(),
+        }
+    }
+
+    /// Run `fut` with this scope current.
+    pub async fn run<F: std::future::Future>(self, fut: F) -> F::Output {
+        CALL.scope(self, fut).await
+    }
+}
+
+/// The scope of the current task, to carry into a blocking thread.
+pub fn current() -> Option<Scope> {
+    CALL.try_with(Clone::clone)
+        .ok()
+        .or_else(|| THREAD.with(|t| t.borrow().clone()))
+}
+
+/// Run `f` on this thread with `scope` current (the blocking-pool side).
+pub fn enter<T>(scope: Option<Scope>, f: impl FnOnce() -> T) -> T {
+    let prev = THREAD.with(|t| t.replace(scope));
+    let out = f();
+    THREAD.with(|t| *t.borrow_mut() = prev);
+    out
+}
+
+/// The change ids recorded so far in the current call (and forget them),
+/// for the answer of one batch entry.
+pub fn take_recorded() -> Vec<String> {
+    current()
+        .map(|s| std::mem::take(&mut *s.recorded.lock().unwrap_or_else(|e| e.into_inner())))
+        .unwrap_or_default()
+}
+
+/// The first change id recorded since the last take (one batch entry's
+/// change; a recursive delete records one per file, all in the call's
+/// turn), clearing the list.
+pub fn take_first() -> Option<String> {
+    take_recorded().into_iter().next()
+}
+
+// ───────────────────────────── records ─────────────────────────────
+
+/// What a change did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Created,
+    Modified,
+    Deleted,
+    Moved,
+}
+
+/// One side of a change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Version {
+    /// SHA-256 hex of the exact bytes.
+    pub revision: String,
+    pub size: u64,
+    /// Permission bits.
+    pub mode: u32,
+    /// Whether the body was stored (false: over the blob cap).
+    #[serde(default)]
+    pub stored: bool,
+}
+
+/// One journaled change.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ChangeRecord {
+    pub change_id: String,
+    pub seq: u64,
+    /// Unix epoch milliseconds.
+    pub time_ms: u64,
+    pub function_id: String,
+    /// The engine-stamped `_caller_worker_id`, when the call carried one.
+    pub caller: Option<String>,
+    pub session_id: Option<String>,
+    /// The request's `turn_id`, else the change's own id.
+    pub turn_id: String,
+    pub kind: ChangeKind,
+    /// Canonical absolute path (the destination of a move).
+    pub path: String,
+    /// The source of a move.
+    pub from_path: Option<String>,
+    /// The file before (none: it did not exist).
+    pub before: Option<Version>,
+    /// The file after (none: it was deleted).
+    pub after: Option<Version>,
+}
+
+/// A body captured by the write layer: its version and where its blob is.
+#[derive(Debug, Clone)]
+pub struct Image {
+    pub version: Version,
+    /// Blob hash when stored.
+    blob: Option<String>,
+}
+
+// ───────────────────────────── the store ─────────────────────────────
+
+/// One journal directory.
+pub struct Journal {
+    root: Anchor,
+    state: Mutex<State>,
+}
+
+struct State {
+    log: std::fs::File,
+    index: std::fs::File,
+    blobs: OwnedFd,
+    refs: OwnedFd,
+    store_id: String,
+    next_seq: u64,
+    log_len: u64,
+    evicted_below: u64,
+    blob_bytes: u64,
+}
+
+fn fnv(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in s.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// A fixed-size index record.
+#[derive(Debug, Clone, Copy)]
+pub struct IndexEntry {
+    pub offset: u64,
+    pub len: u32,
+    pub time_ms: u64,
+    pub turn: u64,
+    pub session: u64,
+    pub path: u64,
+}
+
+impl IndexEntry {
+    fn of(offset: u64, len: u32, r: &ChangeRecord) -> IndexEntry {
+        IndexEntry {
+            offset,
+            len,
+            time_ms: r.time_ms,
+            turn: fnv(&r.turn_id),
+            session: r.session_id.as_deref().map_or(0, fnv),
+            path: fnv(&r.path),
+        }
+    }
+
+    fn to_bytes(self) -> [u8; INDEX_RECORD as usize] {
+        let mut b = [0u8; INDEX_RECORD as usize];
+        b[0..8].copy_from_slice(&self.offset.to_le_bytes());
+        b[8..12].copy_from_slice(&self.len.to_le_bytes());
+        b[16..24].copy_from_slice(&self.time_ms.to_le_bytes());
+        b[24..32].copy_from_slice(&self.turn.to_le_bytes());
+        b[32..40].copy_from_slice(&self.session.to_le_bytes());
+        b[40..48].copy_from_slice(&self.path.to_le_bytes());
+        b
+    }
+
+    fn from_bytes(b: &[u8]) -> IndexEntry {
+        let u = |r: std::ops::Range<usize>| u64::from_le_bytes(b[r].try_into().unwrap_or([0; 8]));
+        IndexEntry {
+            offset: u(0..8),
+            len: u32::from_le_bytes(b[8..12].try_into().unwrap_or([0; 4])),
+            time_ms: u(16..24),
+            turn: u(24..32),
+            session: u(32..40),
+            path: u(40..48),
+        }
+    }
+}
+
+/// Hash of a session id or path as the index keeps it.
+pub fn key(s: &str) -> u64 {
+    fnv(s)
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn open_in(dir: &OwnedFd, name: &str, flags: OFlag) -> std::io::Result<std::fs::File> {
+    Ok(nix::fcntl::openat(
+        dir.as_fd(),
+        name,
+        flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )?
+    .into())
+}
+
+fn subdir(dir: &OwnedFd, name: &str) -> std::io::Result<OwnedFd> {
+    match nix::sys::stat::mkdirat(
+        dir.as_fd(),
+        name,
+        nix::sys::stat::Mode::from_bits_truncate(0o700),
+    ) {
+        Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+        Err(e) => return Err(e.into()),
+    }
+    jail::walk::open_child(
+        dir.as_fd(),
+        OsStr::new(name),
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY,
+    )
+}
+
+/// Journals already open in this process, by directory.
+fn registry() -> &'static Mutex<HashMap<PathBuf, Arc<Journal>>> {
+    static R: OnceLock<Mutex<HashMap<PathBuf, Arc<Journal>>>> = OnceLock::new();
+    R.get_or_init(Default::default)
+}
+
+impl Journal {
+    /// The journal at `dir` (created if missing), shared process-wide.
+    pub fn at(dir: &Path) -> std::io::Result<Arc<Journal>> {
+        let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(j) = reg.get(dir) {
+            return Ok(j.clone());
+        }
+        std::fs::create_dir_all(dir)?;
+        let canon = dir.canonicalize()?;
+        let j = Arc::new(Journal::open(&canon)?);
+        reg.insert(dir.to_path_buf(), j.clone());
+        Ok(j)
+    }
+
+    fn open(dir: &Path) -> std::io::Result<Journal> {
+        let root = Anchor::open(dir)?;
+        let top = jail::open_beneath(
+            root.fd(),
+            Path::new(""),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY,
+        )?;
+        let blobs = subdir(&top, "blobs")?;
+        let refs = subdir(&top, "refs")?;
+        let rw = OFlag::O_RDWR | OFlag::O_CREAT;
+        let mut log = open_in(&top, "journal.log", rw)?;
+        let index = open_in(&top, "index.bin", rw)?;
+        let mut id_file = open_in(&top, "store-id", rw)?;
+        let mut store_id = String::new();
+        id_file.read_to_string(&mut store_id)?;
+        let store_id = match store_id.trim() {
+            "" => {
+                let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
+                id_file.write_all(id.as_bytes())?;
+                id_file.sync_all()?;
+                id
+            }
+            s => s.to_string(),
+        };
+        let mut evicted = String::new();
+        if let Ok(mut f) = open_in(&top, "evicted", OFlag::O_RDONLY) {
+            let _ = f.read_to_string(&mut evicted);
+        }
+        let evicted_below = evicted.trim().parse().unwrap_or(1);
+        // Cut a torn last line, then bring the index up to the journal.
+        let mut bytes = Vec::new();
+        log.read_to_end(&mut bytes)?;
+        let good = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        if good < bytes.len() {
+            log.set_len(good as u64)?;
+            log.sync_all()?;
+            tracing::warn!(dir = %dir.display(), "change journal: cut a torn last line");
+        }
+        let indexed = index.metadata()?.len() / INDEX_RECORD;
+        let mut entries = Vec::new();
+        let mut offset = 0usize;
+        for line in bytes[..good].split_inclusive(|b| *b == b'\n') {
+            if let Ok(r) = serde_json::from_slice::<ChangeRecord>(line) {
+                entries.push(IndexEntry::of(offset as u64, line.len() as u32, &r));
+            }
+            offset += line.len();
+        }
+        if indexed != entries.len() as u64 {
+            index.set_len(0)?;
+            let mut buf = Vec::with_capacity(entries.len() * INDEX_RECORD as usize);
+            for e in &entries {
+                buf.extend_from_slice(&e.to_bytes());
+            }
+            index.write_all_at(&buf, 0)?;
+        }
+        drop(bytes);
+        let mut blob_bytes = 0;
+        for e in jail::dir::read(blobs.as_fd())? {
+            if let Ok(st) = nix::sys::stat::fstatat(
+                blobs.as_fd(),
+                e.name.as_os_str(),
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            ) {
+                blob_bytes += st.st_size as u64;
+            }
+        }
+        log.seek(SeekFrom::End(0))?;
+        Ok(Journal {
+            root,
+            state: Mutex::new(State {
+                log,
+                index,
+                blobs,
+                refs,
+                store_id,
+                next_seq: entries.len() as u64 + 1,
+                log_len: good as u64,
+                evicted_below,
+                blob_bytes,
+            }),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Forget the open journal of `dir`, so the next use reads it from disk
+    /// again (what a worker restart does).
+    pub fn forget(dir: &Path) {
+        registry()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(dir);
+    }
+
+    /// The directory this journal lives in.
+    pub fn dir(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// Store a body read from `file` (from its start) unless it is over
+    /// `cap` (then only its version is known). Returns the image.
+    fn store_file(&self, file: &std::fs::File, mode: u32, cap: u64) -> std::io::Result<Image> {
+        let size = file.metadata()?.len();
+        let keep = cap > 0 && size <= cap;
+        let blobs = { nix::unistd::dup(self.state().blobs.as_fd())? };
+        let mut tmp: Option<std::fs::File> = if keep {
+            Some(
+                nix::fcntl::openat(
+                    blobs.as_fd(),
+                    ".",
+                    OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
+                    nix::sys::stat::Mode::from_bits_truncate(0o600),
+                )?
+                .into(),
+            )
+        } else {
+            None
+        };
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut at = 0u64;
+        loop {
+            let n = file.read_at(&mut buf, at)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            if let Some(t) = tmp.as_mut() {
+                t.write_all(&buf[..n])?;
+            }
+            at += n as u64;
+        }
+        let revision = hex(&hasher.finalize());
+        let stored = match tmp {
+            Some(t) => self.link_blob(&blobs, &t, &revision, at)?,
+            None => false,
+        };
+        Ok(Image {
+            version: Version {
+                revision: revision.clone(),
+                size: at,
+                mode,
+                stored,
+            },
+            blob: stored.then_some(revision),
+        })
+    }
+
+    /// Give a finished temp blob its hash name (unless one exists: dedupe).
+    fn link_blob(
+        &self,
+        blobs: &OwnedFd,
+        t: &std::fs::File,
+        hash: &str,
+        size: u64,
+    ) -> std::io::Result<bool> {
+        let exists = nix::sys::stat::fstatat(
+            blobs.as_fd(),
+            hash,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .is_ok();
+        if exists {
+            return Ok(true);
+        }
+        t.sync_all()?;
+        match nix::unistd::linkat(
+            nix::fcntl::AT_FDCWD,
+            &jail::proc_path(t.as_fd()),
+            blobs.as_fd(),
+            hash,
+            nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
+        ) {
+            Ok(()) => {
+                self.state().blob_bytes += size;
+                Ok(true)
+            }
+            Err(nix::errno::Errno::EEXIST) => Ok(true),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Store `bytes` as a body (unless over `cap`).
+    fn store_bytes(&self, bytes: &[u8], mode: u32, cap: u64) -> std::io::Result<Image> {
+        let revision = hex(&Sha256::digest(bytes));
+        let size = bytes.len() as u64;
+        let mut stored = false;
+        if cap > 0 && size <= cap {
+            let blobs = { nix::unistd::dup(self.state().blobs.as_fd())? };
+            let exists = nix::sys::stat::fstatat(
+                blobs.as_fd(),
+                revision.as_str(),
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+            .is_ok();
+            if exists {
+                stored = true;
+            } else {
+                let mut t: std::fs::File = nix::fcntl::openat(
+                    blobs.as_fd(),
+                    ".",
+                    OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
+                    nix::sys::stat::Mode::from_bits_truncate(0o600),
+                )?
+                .into();
+                t.write_all(bytes)?;
+                stored = self.link_blob(&blobs, &t, &revision, size)?;
+            }
+        }
+        Ok(Image {
+            version: Version {
+                revision: revision.clone(),
+                size,
+                mode,
+                stored,
+            },
+            blob: stored.then_some(revision),
+        })
+    }
+
+    /// Append one change; returns its id.
+    #[allow(clippy::too_many_arguments)]
+    fn append(
+        &self,
+        scope: &Scope,
+        kind: ChangeKind,
+        path: &Path,
+        from: Option<&Path>,
+        before: Option<Image>,
+        after: Option<Image>,
+    ) -> std::io::Result<String> {
+        let mut st = self.state();
+        let seq = st.next_seq;
+        // The random tail keeps ids unique even when a torn last line gave
+        // its sequence number back.
+        let tail = &uuid::Uuid::new_v4().simple().to_string()[..6];
+        let change_id = format!("{}-{seq}.{tail}", st.store_id);
+        // References first: a line never names a body that is not linked.
+        for (side, img) in [("before", &before), ("after", &after)] {
+            let name = format!("{seq}.{side}");
+            // A torn line may have left refs under this number.
+            let _ = nix::unistd::unlinkat(
+                st.refs.as_fd(),
+                name.as_str(),
+                nix::unistd::UnlinkatFlags::NoRemoveDir,
+            );
+            if let Some(hash) = img.as_ref().and_then(|i| i.blob.as_deref()) {
+                match nix::unistd::linkat(
+                    st.blobs.as_fd(),
+                    hash,
+                    st.refs.as_fd(),
+                    name.as_str(),
+                    nix::fcntl::AtFlags::empty(),
+                ) {
+                    Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        let record = ChangeRecord {
+            change_id: change_id.clone(),
+            seq,
+            time_ms: now_ms(),
+            function_id: scope.function_id.clone(),
+            caller: scope.caller.clone(),
+            session_id: scope.session_id.clone(),
+            turn_id: scope.turn_id.clone().unwrap_or_else(|| change_id.clone()),
+            kind,
+            path: path.display().to_string(),
+            from_path: from.map(|p| p.display().to_string()),
+            before: before.map(|i| i.version),
+            after: after.map(|i| i.version),
+        };
+        let mut line = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        let offset = st.log_len;
+        st.log.write_all(&line)?;
+        st.log.sync_data()?;
+        st.log_len += line.len() as u64;
+        let entry = IndexEntry::of(offset, line.len() as u32, &record);
+        st.index
+            .write_all_at(&entry.to_bytes(), (seq - 1) * INDEX_RECORD)?;
+        st.next_seq += 1;
+        let cap = scope.max_blob_bytes;
+        self.evict_to(&mut st, cap);
+        Ok(change_id)
+    }
+
+    /// Drop the oldest bodies until the blob store fits `cap`.
+    fn evict_to(&self, st: &mut State, cap: u64) {
+        let start = st.evicted_below;
+        while st.blob_bytes > cap && st.evicted_below < st.next_seq {
+            let seq = st.evicted_below;
+            if let Some(r) = record_locked(st, seq) {
+                for (side, v) in [("before", &r.before), ("after", &r.after)] {
+                    let Some(v) = v.as_ref().filter(|v| v.stored) else {
+                        continue;
+                    };
+                    let name = format!("{seq}.{side}");
+                    let _ = nix::unistd::unlinkat(
+                        st.refs.as_fd(),
+                        name.as_str(),
+                        nix::unistd::UnlinkatFlags::NoRemoveDir,
+                    );
+                    // blobs/<hash> alone holds it now: the body goes.
+                    let alone = nix::sys::stat::fstatat(
+                        st.blobs.as_fd(),
+                        v.revision.as_str(),
+                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                    )
+                    .is_ok_and(|s| s.st_nlink == 1);
+                    if alone
+                        && nix::unistd::unlinkat(
+                            st.blobs.as_fd(),
+                            v.revision.as_str(),
+                            nix::unistd::UnlinkatFlags::NoRemoveDir,
+                        )
+                        .is_ok()
+                    {
+                        st.blob_bytes = st.blob_bytes.saturating_sub(v.size);
+                    }
+                }
+            }
+            st.evicted_below += 1;
+        }
+        if st.evicted_below != start {
+            if let Ok(top) = jail::open_beneath(
+                self.root.fd(),
+                Path::new(""),
+                OFlag::O_RDONLY | OFlag::O_DIRECTORY,
+            ) {
+                if let Ok(mut f) = open_in(
+                    &top,
+                    "evicted",
+                    OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC,
+                ) {
+                    let _ = f.write_all(st.evicted_below.to_string().as_bytes());
+                }
+            }
+        }
+    }
+
+    /// Number of changes.
+    pub fn len(&self) -> u64 {
+        self.state().next_seq - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The sequence number a change id names in this store.
+    pub fn seq_of(&self, change_id: &str) -> Option<u64> {
+        let (store, rest) = change_id.rsplit_once('-')?;
+        let seq: u64 = rest.split('.').next()?.parse().ok()?;
+        let ok = {
+            let st = self.state();
+            store == st.store_id && seq >= 1 && seq < st.next_seq
+        };
+        (ok && self.get(seq)?.change_id == change_id).then_some(seq)
+    }
+
+    /// Index entries `[from, to)` (1-based sequence numbers).
+    pub fn entries(&self, from: u64, to: u64) -> Vec<(u64, IndexEntry)> {
+        let st = self.state();
+        let to = to.min(st.next_seq);
+        if from >= to {
+            return Vec::new();
+        }
+        let mut buf = vec![0u8; ((to - from) * INDEX_RECORD) as usize];
+        if st
+            .index
+            .read_exact_at(&mut buf, (from - 1) * INDEX_RECORD)
+            .is_err()
+        {
+            return Vec::new();
+        }
+        buf.chunks(INDEX_RECORD as usize)
+            .enumerate()
+            .map(|(i, b)| (from + i as u64, IndexEntry::from_bytes(b)))
+            .collect()
+    }
+
+    /// The record of one change.
+    pub fn get(&self, seq: u64) -> Option<ChangeRecord> {
+        let st = self.state();
+        if seq == 0 || seq >= st.next_seq {
+            return None;
+        }
+        record_locked(&st, seq)
+    }
+
+    /// Whether both bodies of a change are still held.
+    pub fn diff_available(&self, r: &ChangeRecord) -> bool {
+        let st = self.state();
+        if r.seq < st.evicted_below {
+            return false;
+        }
+        [("before", &r.before), ("after", &r.after)]
+            .iter()
+            .all(|(side, v)| match v {
+                None => true,
+                Some(v) => {
+                    v.stored
+                        && nix::sys::stat::fstatat(
+                            st.refs.as_fd(),
+                            format!("{}.{side}", r.seq).as_str(),
+                            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                        )
+                        .is_ok()
+                }
+            })
+    }
+
+    /// One body of a change, re-checked against its revision.
+    pub fn body(&self, r: &ChangeRecord, after: bool) -> Option<Vec<u8>> {
+        let (side, v) = if after {
+            ("after", &r.after)
+        } else {
+            ("before", &r.before)
+        };
+        let v = v.as_ref()?;
+        let file = {
+            let st = self.state();
+            if r.seq < st.evicted_below {
+                return None;
+            }
+            open_in(&st.refs, &format!("{}.{side}", r.seq), OFlag::O_RDONLY).ok()?
+        };
+        let mut bytes = Vec::with_capacity(v.size as usize);
+        (&file).take(v.size + 1).read_to_end(&mut bytes).ok()?;
+        (hex(&Sha256::digest(&bytes)) == v.revision).then_some(bytes)
+    }
+}
+
+/// Read one record with the state already locked.
+fn record_locked(st: &State, seq: u64) -> Option<ChangeRecord> {
+    let mut b = [0u8; INDEX_RECORD as usize];
+    st.index
+        .read_exact_at(&mut b, (seq - 1) * INDEX_RECORD)
+        .ok()?;
+    let e = IndexEntry::from_bytes(&b);
+    let mut line = vec![0u8; e.len as usize];
+    st.log.read_exact_at(&mut line, e.offset).ok()?;
+    serde_json::from_slice(&line).ok()
+}
+
+// ───────────────────────────── the write layer's side ─────────────────────────────
+
+/// What the write layer holds while a mutation is under way.
+pub struct Capture {
+    scope: Scope,
+    journal: Arc<Journal>,
+}
+
+/// The journal of the current call, if any (the write layer asks first).
+pub fn capture() -> Option<Capture> {
+    let scope = current()?;
+    match Journal::at(&scope.data_dir) {
+        Ok(journal) => Some(Capture { scope, journal }),
+        Err(e) => {
+            tracing::error!(dir = %scope.data_dir.display(), error = %e, "change journal unavailable; the change is not journaled");
+            None
+        }
+    }
+}
+
+impl Capture {
+    /// The current body of a regular file (none if absent or not a file).
+    pub fn image_of(&self, file: &std::fs::File, mode: u32) -> Option<Image> {
+        self.journal
+            .store_file(file, mode, self.scope.max_blob_bytes)
+            .ok()
+    }
+
+    /// A body given as bytes.
+    pub fn image_of_bytes(&self, bytes: &[u8], mode: u32) -> Option<Image> {
+        self.journal
+            .store_bytes(bytes, mode, self.scope.max_blob_bytes)
+            .ok()
+    }
+
+    /// Record a completed change.
+    pub fn record(
+        &self,
+        kind: ChangeKind,
+        path: &Path,
+        from: Option<&Path>,
+        before: Option<Image>,
+        after: Option<Image>,
+    ) {
+        match self
+            .journal
+            .append(&self.scope, kind, path, from, before, after)
+        {
+            Ok(id) => self
+                .scope
+                .recorded
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(id),
+            Err(e) => {
+                tracing::error!(path = %path.display(), error = %e, "change journal append failed")
+            }
+        }
+    }
+}
+
+/// The kind of a write, from whether the target existed.
+pub fn write_kind(before: &Option<Image>) -> ChangeKind {
+    if before.is_some() {
+        ChangeKind::Modified
+    } else {
+        ChangeKind::Created
+    }
+}
+
+/// Map an I/O failure of the journal for an answer.
+pub fn io(e: std::io::Error) -> Failure {
+    Failure::io(format!("change journal: {e}"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,296 @@
+use crate::testkit::Jail;
+use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
+
+async fn ok(j: &Jail, id: &str, payload: Value) -> Value {
+    j.call(id, payload.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{id} {payload}: {e:?}"))
+}
+
+fn first_change(v: &Value) -> String {
+    v["results"][0]["change_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no change_id in {v}"))
+        .to_string()
+}
+
+async fn diff(j: &Jail, id: &str) -> Value {
+    ok(j, "coder::change-diff", json!({"change_id": id})).await
+}
+
+fn restart(j: &Jail) {
+    super::Journal::forget(j.journal.path());
+}
+
+#[tokio::test]
+async fn a_turn_is_listed_diffed_byte_exact_and_reverted_both_ways() {
+    let j = Jail::new();
+    let t = json!("turn-1");
+    let created = ok(
+        &j,
+        "coder::create-file",
+        json!({"files": [{"path": "a.txt", "content": "\u{feff}one\r\ntwo\r\n", "mode": "0600"}], "turn_id": t, "session_id": "s1"}),
+    )
+    .await;
+    let c1 = first_change(&created);
+    let u1 = ok(
+        &j,
+        "coder::update-file",
+        json!({"files": [{"path": "a.txt", "ops": [{"op": "replace", "pattern": "one", "replacement": "uno"}]}], "turn_id": t, "session_id": "s1"}),
+    )
+    .await;
+    let c2 = first_change(&u1);
+    let u2 = ok(
+        &j,
+        "coder::update-file",
+        json!({"files": [{"path": "a.txt", "ops": [{"op": "replace", "pattern": "two", "replacement": "dos"}]}], "turn_id": t, "session_id": "s1"}),
+    )
+    .await;
+    let c3 = first_change(&u2);
+    let m = ok(
+        &j,
+        "coder::move",
+        json!({"files": [{"from": "a.txt", "to": "b/a.txt"}], "turn_id": t, "session_id": "s1"}),
+    )
+    .await;
+    let c4 = first_change(&m);
+    // another session's change is its own turn
+    ok(
+        &j,
+        "shell::fs::write",
+        json!({"path": "other.bin", "content": "x", "session_id": "s2"}),
+    )
+    .await;
+
+    let list = ok(&j, "shell::turns::list", json!({"session_id": "s1"})).await;
+    let turns = list["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 1, "{list}");
+    assert_eq!(turns[0]["turn_id"], "turn-1");
+    let ids: Vec<&str> = turns[0]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["change_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![c1.as_str(), c2.as_str(), c3.as_str(), c4.as_str()]
+    );
+    let kinds: Vec<&str> = turns[0]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["created", "modified", "modified", "moved"]);
+
+    // byte-exact diffs, also after a restart
+    restart(&j);
+    let d = diff(&j, &c2).await;
+    assert_eq!(d["old_contents"], "\u{feff}one\r\ntwo\r\n");
+    assert_eq!(d["new_contents"], "\u{feff}uno\r\ntwo\r\n");
+    assert_eq!(d["is_binary"], false);
+    let d = diff(&j, &c1).await;
+    assert_eq!(d["old_contents"], "");
+    assert_eq!(d["new_contents"], "\u{feff}one\r\ntwo\r\n");
+
+    // revert the turn: the file is gone from b/ and a.txt does not exist
+    // (it was created in the turn)
+    let dry = ok(
+        &j,
+        "shell::turns::revert",
+        json!({"turn_id": "turn-1", "dry_run": true}),
+    )
+    .await;
+    assert_eq!(dry["reverted"], false);
+    assert!(j.exists("b/a.txt"), "dry run wrote nothing");
+    let r = ok(&j, "shell::turns::revert", json!({"turn_id": "turn-1"})).await;
+    assert_eq!(r["reverted"], true, "{r}");
+    assert!(!j.exists("a.txt") && !j.exists("b/a.txt"));
+    // revert the revert: forward again, exact bytes and mode
+    let redo = r["revert_turn_id"].as_str().unwrap();
+    let r2 = ok(&j, "shell::turns::revert", json!({"turn_id": redo})).await;
+    assert_eq!(r2["reverted"], true, "{r2}");
+    assert_eq!(j.read("b/a.txt"), "\u{feff}uno\r\ndos\r\n".as_bytes());
+    let mode = std::fs::metadata(j.path("b/a.txt"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+#[tokio::test]
+async fn a_file_edited_by_hand_makes_the_revert_refuse_and_write_nothing() {
+    let j = Jail::new();
+    j.write("f.txt", "base\n");
+    let u = ok(
+        &j,
+        "coder::update-file",
+        json!({"files": [{"path": "f.txt", "ops": [{"op": "replace", "pattern": "base", "replacement": "agent"}]}]}),
+    )
+    .await;
+    let c = first_change(&u);
+    std::fs::write(j.path("f.txt"), "by hand\n").unwrap();
+    let r = ok(&j, "shell::turns::revert", json!({"change_id": c})).await;
+    assert_eq!(r["reverted"], false);
+    let conflicts = r["conflicts"].as_array().unwrap();
+    assert_eq!(conflicts.len(), 1, "{r}");
+    assert_eq!(conflicts[0]["path"], j.path("f.txt").display().to_string());
+    assert_eq!(
+        conflicts[0]["current_revision"],
+        crate::coder::revision_of(b"by hand\n")
+    );
+    assert_eq!(j.read("f.txt"), b"by hand\n");
+    // a deleted file comes back with its mode
+    j.write("g.txt", "keep\n");
+    std::fs::set_permissions(j.path("g.txt"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    let d = ok(&j, "coder::delete-file", json!({"paths": ["g.txt"]})).await;
+    let c = first_change(&d);
+    let r = ok(&j, "shell::turns::revert", json!({"change_id": c})).await;
+    assert_eq!(r["reverted"], true, "{r}");
+    assert_eq!(j.read("g.txt"), b"keep\n");
+    let mode = std::fs::metadata(j.path("g.txt"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o640);
+}
+
+#[tokio::test]
+async fn non_utf8_is_binary_and_unknown_ids_and_tightened_policy_read_alike() {
+    let j = Jail::new();
+    j.write("bin", [0xffu8, 0xfe, 0x00]);
+    let v = ok(
+        &j,
+        "shell::fs::write",
+        json!({"path": "bin", "content": "text"}),
+    )
+    .await;
+    let c = v["change_id"].as_str().unwrap().to_string();
+    let d = diff(&j, &c).await;
+    assert_eq!(d["is_binary"], true);
+    assert!(d["old_contents"].is_null() && d["new_contents"].is_null());
+    // unknown id
+    let (code, unknown) = j
+        .call("coder::change-diff", json!({"change_id": "nope-1"}))
+        .await
+        .unwrap_err();
+    assert_eq!(code, "C211");
+    assert!(unknown.contains("shell::turns::list"), "{unknown}");
+    // the same journal under a policy that now denies the path
+    let journal = j.journal.path().to_path_buf();
+    let root = j.root.clone();
+    let tight = Jail::with(|cfg| {
+        cfg.fs.host_roots = vec![root.clone()];
+        cfg.fs.denylist_paths = vec![root.join("bin")];
+        cfg.turns.data_dir = journal.clone();
+    });
+    let (code2, msg) = tight
+        .call("coder::change-diff", json!({"change_id": c}))
+        .await
+        .unwrap_err();
+    assert_eq!(code2, "C211");
+    assert_eq!(msg.replace(&c, "<id>"), unknown.replace("nope-1", "<id>"));
+}
+
+#[tokio::test]
+async fn the_blob_cap_evicts_oldest_bodies_first_and_dedupes() {
+    let j = Jail::with(|cfg| cfg.turns.max_blob_bytes = 3000);
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let body = format!("{i}").repeat(1000);
+        let v = ok(
+            &j,
+            "coder::create-file",
+            json!({"files": [{"path": format!("f{i}"), "content": body}]}),
+        )
+        .await;
+        ids.push(first_change(&v));
+    }
+    let list = ok(&j, "shell::turns::list", json!({"limit": 10})).await;
+    let avail: Vec<bool> = list["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .map(|t| t["changes"][0]["diff_available"].as_bool().unwrap())
+        .collect();
+    // oldest first lose their bodies; the newest stay
+    assert_eq!(avail, vec![false, false, false, true, true, true], "{list}");
+    assert_eq!(
+        j.call("coder::change-diff", json!({"change_id": ids[0]}))
+            .await
+            .unwrap_err()
+            .0,
+        "C211"
+    );
+    diff(&j, &ids[5]).await;
+    assert_eq!(
+        std::fs::read_dir(j.journal.path().join("blobs"))
+            .unwrap()
+            .count(),
+        3
+    );
+    // identical content is stored once
+    let k = Jail::new();
+    let same = "same content\n";
+    ok(
+        &k,
+        "coder::create-file",
+        json!({"files": [{"path": "s1", "content": same}, {"path": "s2", "content": same}]}),
+    )
+    .await;
+    let blobs = std::fs::read_dir(k.journal.path().join("blobs"))
+        .unwrap()
+        .count();
+    assert_eq!(blobs, 1, "one body for both");
+}
+
+#[tokio::test]
+async fn a_torn_last_line_costs_only_the_last_change() {
+    let j = Jail::new();
+    let a = first_change(
+        &ok(
+            &j,
+            "coder::create-file",
+            json!({"files": [{"path": "a", "content": "A"}]}),
+        )
+        .await,
+    );
+    let b = first_change(
+        &ok(
+            &j,
+            "coder::create-file",
+            json!({"files": [{"path": "b", "content": "B"}]}),
+        )
+        .await,
+    );
+    restart(&j);
+    // a kill -9 in the middle of appending b's line
+    let log = j.journal.path().join("journal.log");
+    let len = std::fs::metadata(&log).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+    f.set_len(len - 7).unwrap();
+    drop(f);
+    assert_eq!(diff(&j, &a).await["new_contents"], "A");
+    assert_eq!(
+        j.call("coder::change-diff", json!({"change_id": b}))
+            .await
+            .unwrap_err()
+            .0,
+        "C211"
+    );
+    // and the journal goes on
+    let c = first_change(
+        &ok(
+            &j,
+            "coder::create-file",
+            json!({"files": [{"path": "c", "content": "C"}]}),
+        )
+        .await,
+    );
+    assert_eq!(diff(&j, &c).await["new_contents"], "C");
+}
