@@ -399,7 +399,7 @@ pub struct Catalog {
 impl Catalog {
     /// Every function this worker serves.
     pub fn standard() -> Catalog {
-        let defs = vec![
+        let mut defs = vec![
             crate::coder::info::def(),
             crate::coder::read_file::def(),
             crate::coder::list_folder::def(),
@@ -430,6 +430,7 @@ impl Catalog {
             crate::fs::grep::def(),
             crate::fs::sed::def(),
         ];
+        defs.extend(crate::workspace::defs());
         let trigger_types = vec![crate::exec::job_finished::trigger_type()];
         Catalog {
             defs,

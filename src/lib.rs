@@ -39,3 +39,4 @@ pub mod sandbox;
 pub mod stream;
 #[cfg(test)]
 pub mod testkit;
+pub mod workspace;
