@@ -47,7 +47,7 @@ async fn a_turn_survives_a_restart_and_reverts_all_or_nothing() {
     );
 
     let turn = json!({"turn_id": "t-e2e", "session_id": "console-1"});
-    let mut with_turn = |mut v: Value| {
+    let with_turn = |mut v: Value| {
         v.as_object_mut()
             .unwrap()
             .extend(turn.as_object().unwrap().clone());
