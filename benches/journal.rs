@@ -1,0 +1,266 @@
+//! The change journal's cost, side by side in one run:
+//!
+//! - `coder::update-file` of a 100 KB file, in process, with the journal and
+//!   without it (`journal::without`), interleaved;
+//! - `shell::turns::list` over a journal of 100 000 changes (opening it —
+//!   which rebuilds the index — and then listing pages);
+//! - `shell::workspace::read-bytes` of a 1 GiB file in 4 MiB chunks through
+//!   the loopback engine against `cat` of the same file.
+//!
+//! Run: `cargo bench --bench journal`. Results are in BENCHMARKS.md.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use ide::catalog::{Catalog, Services};
+use ide::config::Config;
+use ide::journal::{ChangeKind, ChangeRecord, Version};
+use ide::runtime::Runtime;
+use serde_json::json;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let dir = tempfile::TempDir::new().expect("temp dir");
+    let root = dir.path().canonicalize().unwrap().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let turns = dir.path().join("turns");
+    let mut cfg = Config::zero_config();
+    cfg.fs.allow_unjailed = false;
+    cfg.fs.host_roots = vec![root.clone()];
+    cfg.turns.data_dir = turns.clone();
+    let services = Services::standalone(Runtime::build(cfg).expect("runtime"));
+    let catalog = Catalog::standard();
+
+    // --- update-file of 100 KB, with and without the journal --------------
+    let line = format!("{}\n", "x".repeat(99));
+    std::fs::write(root.join("f.txt"), format!("flip\n{}", line.repeat(1000))).unwrap();
+    let edit = |from: &str, to: &str| json!({"files": [{"path": "f.txt", "ops": [{"op": "replace", "pattern": from, "replacement": to}]}]});
+    let mut with = Vec::new();
+    let mut without = Vec::new();
+    let n = 200;
+    for i in 0..n {
+        // Every call changes the file (flip <-> flop), so every one writes;
+        // the two sides alternate which goes first.
+        let journaled_first = i % 2 == 0;
+        for journaled in [journaled_first, !journaled_first] {
+            let (a, b) = if std::fs::read_to_string(root.join("f.txt"))
+                .unwrap()
+                .starts_with("flip")
+            {
+                ("flip", "flop")
+            } else {
+                ("flop", "flip")
+            };
+            let call = catalog.call(&services, "coder::update-file", edit(a, b));
+            let t = Instant::now();
+            let v = if journaled {
+                rt.block_on(call)
+            } else {
+                rt.block_on(ide::journal::without(call))
+            };
+            let took = t.elapsed();
+            let id = &v.unwrap()["results"][0]["change_id"];
+            assert_eq!(id.is_string(), journaled);
+            if journaled {
+                with.push(took);
+            } else {
+                without.push(took);
+            }
+        }
+    }
+    let (w, wo) = (median(with), median(without));
+    println!("coder::update-file of a 100 KB file, {n} calls each side, interleaved:");
+    println!(
+        "  median with journal {:.3} ms   without {:.3} ms   ratio {:.2}x",
+        ms(w),
+        ms(wo),
+        ms(w) / ms(wo)
+    );
+
+    // --- turns::list over 100 000 changes ---------------------------------
+    let big = dir.path().join("turns-100k");
+    std::fs::create_dir_all(&big).unwrap();
+    {
+        let mut f =
+            std::io::BufWriter::new(std::fs::File::create(big.join("journal.log")).unwrap());
+        std::fs::write(big.join("store-id"), "benchstore01").unwrap();
+        for seq in 1..=100_000u64 {
+            let r = ChangeRecord {
+                change_id: format!("benchstore01-{seq}.000000"),
+                seq,
+                time_ms: 1_700_000_000_000 + seq,
+                function_id: "coder::update-file".into(),
+                caller: Some("worker-1".into()),
+                session_id: Some(format!("s{}", seq % 10)),
+                turn_id: format!("turn-{}", seq / 3),
+                kind: ChangeKind::Modified,
+                path: root
+                    .join(format!("src/file{}.rs", seq % 500))
+                    .display()
+                    .to_string(),
+                from_path: None,
+                before: Some(Version {
+                    revision: "0".repeat(64),
+                    size: 10,
+                    mode: 0o644,
+                    stored: false,
+                }),
+                after: Some(Version {
+                    revision: "1".repeat(64),
+                    size: 11,
+                    mode: 0o644,
+                    stored: false,
+                }),
+            };
+            serde_json::to_writer(&mut f, &r).unwrap();
+            f.write_all(b"\n").unwrap();
+        }
+    }
+    let mut cfg = Config::zero_config();
+    cfg.fs.allow_unjailed = false;
+    cfg.fs.host_roots = vec![root.clone()];
+    cfg.turns.data_dir = big.clone();
+    let services = Services::standalone(Runtime::build(cfg).expect("runtime"));
+    let t = Instant::now();
+    let first = rt
+        .block_on(catalog.call(&services, "shell::turns::list", json!({})))
+        .unwrap();
+    let open = t.elapsed();
+    assert_eq!(first["turns"].as_array().unwrap().len(), 20);
+    let mut newest = Vec::new();
+    let mut filtered = Vec::new();
+    let mut deep = Vec::new();
+    let mut cursor = first["next_cursor"].clone();
+    for i in 0..21 {
+        let t = Instant::now();
+        rt.block_on(catalog.call(&services, "shell::turns::list", json!({"limit": 20})))
+            .unwrap();
+        newest.push(t.elapsed());
+        let t = Instant::now();
+        rt.block_on(catalog.call(
+            &services,
+            "shell::turns::list",
+            json!({"session_id": format!("s{}", i % 10), "limit": 20}),
+        ))
+        .unwrap();
+        filtered.push(t.elapsed());
+        let t = Instant::now();
+        let page = rt
+            .block_on(catalog.call(
+                &services,
+                "shell::turns::list",
+                json!({"cursor": cursor, "limit": 20}),
+            ))
+            .unwrap();
+        deep.push(t.elapsed());
+        cursor = page["next_cursor"].clone();
+    }
+    println!("shell::turns::list over 100 000 changes:");
+    println!(
+        "  first call (opens the journal, rebuilds the 48-byte-record index): {:.1} ms",
+        ms(open)
+    );
+    println!(
+        "  newest page {:.2} ms   session-filtered page {:.2} ms   later pages (cursor) {:.2} ms (medians of 21)",
+        ms(median(newest)),
+        ms(median(filtered)),
+        ms(median(deep))
+    );
+
+    // --- read-bytes of 1 GiB through the loopback engine vs cat -----------
+    let gib = 1u64 << 30;
+    {
+        let mut f = std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::fs::File::create(root.join("big.bin")).unwrap(),
+        );
+        let block: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+        for _ in 0..(gib >> 20) {
+            f.write_all(&block).unwrap();
+        }
+    }
+    rt.block_on(read_bytes_vs_cat(&dir, &root, gib));
+}
+
+async fn read_bytes_vs_cat(dir: &tempfile::TempDir, root: &std::path::Path, gib: u64) {
+    use support::engine::LoopbackEngine;
+    use support::ide_process::IdeProcess;
+    let seed = dir.path().join("seed.yaml");
+    std::fs::write(
+        &seed,
+        format!(
+            "fs:\n  host_roots: [{}]\nturns:\n  data_dir: {}\n",
+            root.display(),
+            dir.path().join("t2").display()
+        ),
+    )
+    .unwrap();
+    let engine = LoopbackEngine::start().await;
+    let ide = IdeProcess::spawn(
+        &["--url", &engine.url(), "--config", seed.to_str().unwrap()],
+        &[],
+    );
+    assert!(
+        engine
+            .wait_for_function("shell::workspace::read-bytes", Duration::from_secs(60))
+            .await
+            .is_some(),
+        "{}",
+        ide.logs()
+    );
+    let chunk = 4u64 << 20;
+    let mut ide_runs = Vec::new();
+    let mut cat_runs = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let mut offset = 0;
+        while offset < gib {
+            let r = engine
+                .call_with_timeout(
+                    "shell::workspace::read-bytes",
+                    json!({"path": "big.bin", "offset": offset, "length": chunk}),
+                    Duration::from_secs(60),
+                )
+                .await
+                .expect("read-bytes");
+            offset += r["length"].as_u64().unwrap();
+            if r["eof"] == true {
+                break;
+            }
+        }
+        assert_eq!(offset, gib);
+        ide_runs.push(t.elapsed());
+        let t = Instant::now();
+        let out = std::process::Command::new("cat")
+            .arg(root.join("big.bin"))
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(out.success());
+        cat_runs.push(t.elapsed());
+    }
+    let (i, c) = (median(ide_runs), median(cat_runs));
+    let mib = (gib >> 20) as f64;
+    println!(
+        "shell::workspace::read-bytes of 1 GiB in 4 MiB chunks through the loopback engine vs cat:"
+    );
+    println!(
+        "  ide {:.0} ms ({:.0} MiB/s)   cat {:.0} ms ({:.0} MiB/s)   throughput ratio {:.3}x (medians of 3)",
+        ms(i),
+        mib / i.as_secs_f64(),
+        ms(c),
+        mib / c.as_secs_f64(),
+        c.as_secs_f64() / i.as_secs_f64()
+    );
+}
