@@ -423,7 +423,10 @@ impl Catalog {
             crate::fs::grep::def(),
             crate::fs::sed::def(),
         ];
-        let trigger_types = vec![crate::exec::job_finished::trigger_type()];
+        let trigger_types = vec![
+            crate::exec::job_finished::trigger_type(),
+            crate::watch::trigger_type(),
+        ];
         Catalog {
             defs,
             trigger_types,
