@@ -36,6 +36,6 @@ pub mod policy;
 pub mod runtime;
 pub mod sandbox;
 pub mod stream;
-pub mod watch;
 #[cfg(test)]
 pub mod testkit;
+pub mod watch;

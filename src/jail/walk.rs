@@ -251,12 +251,8 @@ impl DirRules {
             nix::sys::stat::fstatat(dir, n, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
                 .is_ok_and(|st| super::is_file_mode(st.st_mode))
         };
-        let has_git = nix::sys::stat::fstatat(
-            dir,
-            ".git",
-            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-        )
-        .is_ok();
+        let has_git =
+            nix::sys::stat::fstatat(dir, ".git", nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW).is_ok();
         DirRules(dir_rules(
             dir,
             path,

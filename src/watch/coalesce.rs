@@ -257,7 +257,8 @@ mod tests {
     fn past_the_cap_one_rescan_and_no_paths() {
         let raw: Vec<(String, Kind, bool)> =
             (0..11).map(|i| (format!("f{i}"), Created, false)).collect();
-        let raw: Vec<(&str, Kind, bool)> = raw.iter().map(|(p, k, d)| (p.as_str(), *k, *d)).collect();
+        let raw: Vec<(&str, Kind, bool)> =
+            raw.iter().map(|(p, k, d)| (p.as_str(), *k, *d)).collect();
         let b = run(10, &raw);
         assert!(b.rescan);
         assert!(b.changes.is_empty());

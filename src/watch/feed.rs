@@ -79,9 +79,7 @@ fn is_git_signal(rel: &Path) -> bool {
     if rel.extension() == Some(OsStr::new("lock")) {
         return false;
     }
-    rel == Path::new(".git/HEAD")
-        || rel == Path::new(".git/index")
-        || rel.starts_with(".git/refs")
+    rel == Path::new(".git/HEAD") || rel == Path::new(".git/index") || rel.starts_with(".git/refs")
 }
 
 /// Wire form of a relative path: `/` separators (lossy for non-UTF-8).
@@ -151,7 +149,10 @@ impl Feed {
                 .opened()
                 .map(|t| (t + WINDOW).saturating_duration_since(Instant::now()));
             if let Err(e) = self.source.wait(timeout, &mut raw) {
-                self.lose(&format!("reading inotify events failed: {e}"), Instant::now());
+                self.lose(
+                    &format!("reading inotify events failed: {e}"),
+                    Instant::now(),
+                );
                 std::thread::sleep(Duration::from_millis(50));
             }
             if stop.load(Ordering::Acquire) {
@@ -240,7 +241,8 @@ impl Feed {
             return;
         };
         let Some(name) = r.name else {
-            if dir_rel.as_os_str().is_empty() && r.mask.intersects(F::IN_DELETE_SELF | F::IN_MOVE_SELF)
+            if dir_rel.as_os_str().is_empty()
+                && r.mask.intersects(F::IN_DELETE_SELF | F::IN_MOVE_SELF)
             {
                 self.lose("the watched directory itself was deleted or moved", now);
             }
@@ -287,7 +289,9 @@ impl Feed {
     }
 
     fn git_event(&mut self, rel: &Path, kind: Kind, is_dir: bool, now: Instant) {
-        if is_dir && kind == Kind::Created && (rel == Path::new(".git") || rel.starts_with(".git/refs"))
+        if is_dir
+            && kind == Kind::Created
+            && (rel == Path::new(".git") || rel.starts_with(".git/refs"))
         {
             self.add_tree(rel, false, now);
         }
@@ -335,7 +339,8 @@ impl Feed {
         if let Ok(mut f) = self.loc.child(OsStr::new(".gitignore")).open_read() {
             use std::io::Read;
             let mut s = String::new();
-            if f.metadata().is_ok_and(|m| m.is_file() && m.len() <= 1 << 20)
+            if f.metadata()
+                .is_ok_and(|m| m.is_file() && m.len() <= 1 << 20)
                 && f.read_to_string(&mut s).is_ok()
             {
                 lines.push_str(&s);

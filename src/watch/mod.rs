@@ -106,8 +106,7 @@ pub fn parse_config(config: &Value) -> Result<(String, bool), Failure> {
         }
         Some(other) => {
             return Err(Failure::bad_input(format!(
-                "{ID} config: path must be a non-empty string naming a directory, got {}",
-                quote(&other.to_string())
+                "{ID} config: path must be a non-empty string naming a directory, got {other}"
             )));
         }
     };
@@ -116,8 +115,7 @@ pub fn parse_config(config: &Value) -> Result<(String, bool), Failure> {
         Some(Value::Bool(b)) => *b,
         Some(other) => {
             return Err(Failure::bad_input(format!(
-                "{ID} config: include_ignored must be true or false, got {}",
-                quote(&other.to_string())
+                "{ID} config: include_ignored must be true or false, got {other}"
             )));
         }
     };
@@ -282,10 +280,12 @@ impl Registry {
     pub fn subscribe(&self, services: &Services, binding: Binding) -> Result<(), Failure> {
         let (raw, include_ignored) = parse_config(&binding.config)?;
         let runtime = services.live.snapshot();
-        let resolved =
-            runtime
-                .policy
-                .resolve_existing(&raw, crate::error::Surface::Coder, Tail::Follow, None)?;
+        let resolved = runtime.policy.resolve_existing(
+            &raw,
+            crate::error::Surface::Coder,
+            Tail::Follow,
+            None,
+        )?;
         let is_dir = resolved
             .loc()
             .lstat()
@@ -323,7 +323,10 @@ impl Registry {
                 .subs
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(Sub { binding: binding.clone(), seq: 0 });
+                .push(Sub {
+                    binding: binding.clone(),
+                    seq: 0,
+                });
             inner.bindings.insert(binding.id, key);
             return Ok(());
         }
@@ -417,7 +420,11 @@ fn detach(inner: &mut Inner, key: &Key, binding_id: &str) -> Option<Watcher> {
         subs.retain(|s| s.binding.id != binding_id);
         subs.is_empty()
     };
-    if empty { inner.watchers.remove(key) } else { None }
+    if empty {
+        inner.watchers.remove(key)
+    } else {
+        None
+    }
 }
 
 struct Provider {

@@ -12,8 +12,8 @@
 //! with `O_NOFOLLOW` beneath the root; the swapped-in link is not it).
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify as Ino};
 pub use nix::sys::inotify::WatchDescriptor as Wd;
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify as Ino};
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
@@ -117,8 +117,9 @@ impl Source for Inotify {
     fn wait(&mut self, timeout: Option<Duration>, out: &mut Vec<Raw>) -> std::io::Result<()> {
         let timeout = match timeout {
             None => PollTimeout::NONE,
-            Some(d) => PollTimeout::try_from(d.as_millis().min(60_000) as i32)
-                .unwrap_or(PollTimeout::MAX),
+            Some(d) => {
+                PollTimeout::try_from(d.as_millis().min(60_000) as i32).unwrap_or(PollTimeout::MAX)
+            }
         };
         let mut fds = [
             PollFd::new(self.ino.as_fd(), PollFlags::POLLIN),
@@ -200,7 +201,9 @@ impl Source for Injecting {
             return self.inner.wait(Some(Duration::ZERO), out);
         }
         self.inner.wait(timeout, out)?;
-        out.extend(std::mem::take(&mut *self.queue.lock().expect("injector lock")));
+        out.extend(std::mem::take(
+            &mut *self.queue.lock().expect("injector lock"),
+        ));
         Ok(())
     }
 
