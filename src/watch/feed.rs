@@ -108,6 +108,7 @@ pub struct Feed {
     ancestors: Vec<DirRules>,
     builtin: Option<DirRules>,
     window: Window,
+    cap: usize,
     /// A loss was logged in the open window (one line per window).
     lost_logged: bool,
 }
@@ -128,6 +129,7 @@ impl Feed {
             ancestors,
             builtin: None,
             window: Window::new(setup.cap),
+            cap: setup.cap,
             lost_logged: false,
             loc: setup.loc,
         };
@@ -164,6 +166,14 @@ impl Feed {
             }
             if self.window.opened().is_some_and(|t| now >= t + WINDOW) {
                 let batch = self.window.take();
+                if batch.rescan && !self.lost_logged {
+                    tracing::warn!(
+                        root = %self.root.display(),
+                        "change feed sends a rescan: more than {} paths changed within one \
+                         window (watch.max_paths_per_window)",
+                        self.cap
+                    );
+                }
                 self.lost_logged = false;
                 let events = self.render(batch);
                 if !events.is_empty() {
@@ -183,6 +193,14 @@ impl Feed {
                 change_id: None,
             });
         }
+        if batch.git {
+            out.push(Out {
+                path: ".git".to_string(),
+                kind: Kind::Modified.as_str(),
+                dir: true,
+                change_id: None,
+            });
+        }
         for c in batch.changes {
             let change_id = super::own_change_id(&self.root.join(&c.rel), c.first);
             out.push(Out {
@@ -190,14 +208,6 @@ impl Feed {
                 kind: c.kind.as_str(),
                 dir: c.dir,
                 change_id,
-            });
-        }
-        if batch.git {
-            out.push(Out {
-                path: ".git".to_string(),
-                kind: Kind::Modified.as_str(),
-                dir: true,
-                change_id: None,
             });
         }
         out

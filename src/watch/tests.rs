@@ -142,7 +142,7 @@ impl Fx {
                     e["dir"].as_bool().unwrap(),
                 )
             })
-            .filter(|(p, ..)| !p.starts_with("marker"))
+            .filter(|(p, ..)| !p.starts_with("~marker"))
             .collect()
     }
 }
@@ -198,7 +198,7 @@ fn files_and_directories_created_modified_deleted() {
     fs::write(fx.w("old"), "y").unwrap();
     fs::create_dir(fx.w("d")).unwrap();
     fs::remove_dir(fx.w("olddir")).unwrap();
-    let got = fx.settle("b", "marker");
+    let got = fx.settle("b", "~marker");
     assert_eq!(
         got,
         vec![
@@ -210,7 +210,7 @@ fn files_and_directories_created_modified_deleted() {
     );
     fs::remove_file(fx.w("new")).unwrap();
     fs::write(fx.w("d/inside"), "x").unwrap();
-    let got = fx.settle("b", "marker2");
+    let got = fx.settle("b", "~marker2");
     assert_eq!(
         got[4..],
         [
@@ -252,7 +252,7 @@ fn merge_rules_and_renames() {
     // rename inside, and into the tree
     fs::rename(fx.w("from"), fx.w("to")).unwrap();
     fs::rename(fx.root.join("outside/in"), fx.w("moved-in")).unwrap();
-    let got = fx.settle("b", "marker");
+    let got = fx.settle("b", "~marker");
     assert_eq!(
         got,
         vec![
@@ -273,7 +273,7 @@ fn a_fresh_directory_is_watched_and_scanned() {
     fs::create_dir_all(fx.w("a/b/c")).unwrap();
     fs::write(fx.w("a/b/c/f"), "x").unwrap();
     fs::write(fx.w("a/g"), "x").unwrap();
-    let got = fx.settle("b", "marker");
+    let got = fx.settle("b", "~marker");
     assert_eq!(
         got,
         vec![
@@ -286,17 +286,17 @@ fn a_fresh_directory_is_watched_and_scanned() {
     );
     // and later writes deep inside are seen
     fs::write(fx.w("a/b/c/f"), "y").unwrap();
-    let got = fx.settle("b", "marker2");
+    let got = fx.settle("b", "~marker2");
     assert_eq!(got.last(), Some(&ev("a/b/c/f", "modified", false)));
     // a directory moved in is created with its content, and watched
     fs::create_dir_all(fx.root.join("out/sub")).unwrap();
     fs::write(fx.root.join("out/sub/x"), "x").unwrap();
     fs::rename(fx.root.join("out"), fx.w("in")).unwrap();
-    let got = fx.settle("b", "marker3");
+    let got = fx.settle("b", "~marker3");
     assert!(got.contains(&ev("in", "created", true)), "{got:?}");
     assert!(got.contains(&ev("in/sub/x", "created", false)), "{got:?}");
     fs::write(fx.w("in/sub/y"), "x").unwrap();
-    let got = fx.settle("b", "marker4");
+    let got = fx.settle("b", "~marker4");
     assert!(got.contains(&ev("in/sub/y", "created", false)), "{got:?}");
 }
 
@@ -330,7 +330,7 @@ fn gitignore_nested_and_include_ignored() {
         fs::write(fx.w(f), "x").unwrap();
     }
     fs::write(fx.w(".git/objects/abc"), "x").unwrap();
-    let plain = fx.settle("plain", "marker");
+    let plain = fx.settle("plain", "~marker");
     // inside a repository node_modules is only ignored when git ignores it
     assert_eq!(
         plain,
@@ -339,7 +339,7 @@ fn gitignore_nested_and_include_ignored() {
             ev("sub/kept.txt", "created", false)
         ]
     );
-    let all = fx.wait_for("all", "marker");
+    let all = fx.wait_for("all", "~marker");
     let paths: Vec<&str> = all.iter().map(|e| e["path"].as_str().unwrap()).collect();
     for f in ["a.log", "excluded", "sub/secret.txt", "build/out"] {
         assert!(paths.contains(&f), "{f} missing from {paths:?}");
@@ -360,7 +360,10 @@ fn outside_a_repository_noise_and_the_root_gitignore_are_ignored() {
     fs::create_dir_all(fx.w("config/deep")).unwrap();
     fs::create_dir_all(fx.w(".iii")).unwrap();
     fs::write(fx.w("kept"), "x").unwrap();
-    assert_eq!(fx.settle("b", "marker"), vec![ev("kept", "created", false)]);
+    assert_eq!(
+        fx.settle("b", "~marker"),
+        vec![ev("kept", "created", false)]
+    );
 }
 
 #[test]
@@ -419,15 +422,15 @@ fn git_refresh_signal_coalesces_head_index_and_refs() {
     fs::write(fx.w(".git/refs/heads/main"), "abc\n").unwrap();
     fs::write(fx.w(".git/HEAD"), "ref: refs/heads/other\n").unwrap();
     fs::create_dir_all(fx.w(".git/refs/heads/feature")).unwrap();
-    let got = fx.settle("b", "marker");
+    let got = fx.settle("b", "~marker");
     assert_eq!(got, vec![ev(".git", "modified", true)]);
     // a branch in a directory created later, and objects alone
     fs::write(fx.w(".git/refs/heads/feature/x"), "abc\n").unwrap();
-    let got = fx.settle("b", "marker2");
+    let got = fx.settle("b", "~marker2");
     assert_eq!(got[1..], [ev(".git", "modified", true)]);
     fs::write(fx.w(".git/objects/ab/cd"), "x").unwrap();
     fs::write(fx.w(".git/COMMIT_EDITMSG"), "x").unwrap();
-    let got = fx.settle("b", "marker3");
+    let got = fx.settle("b", "~marker3");
     assert_eq!(got.len(), 2, "{got:?}");
 }
 
@@ -441,7 +444,7 @@ fn denylisted_and_staging_paths_are_never_reported() {
     // protected globs are reported like any path (no content is carried)
     fs::write(fx.w(".env"), "x").unwrap();
     assert_eq!(
-        fx.settle("b", "marker"),
+        fx.settle("b", "~marker"),
         vec![ev(".env", "created", false), ev("real", "created", false)]
     );
 }
