@@ -11,10 +11,13 @@ use crate::runtime::{LiveRuntime, Runtime};
 use serde_json::json;
 use std::fs;
 
+/// One fire: binding id, payload, metadata, namespace.
+type Fired = (String, Value, Option<Value>, Option<String>);
+
 /// Collects every fire.
 #[derive(Default)]
 struct Collect {
-    fired: Mutex<Vec<(String, Value, Option<Value>, Option<String>)>>,
+    fired: Mutex<Vec<Fired>>,
 }
 
 #[async_trait::async_trait]
