@@ -80,7 +80,12 @@ async fn start(cap: u64) -> World {
             }
         }),
     );
-    assert!(engine.wait_for_function("bench::changed", WAIT).await.is_some());
+    assert!(
+        engine
+            .wait_for_function("bench::changed", WAIT)
+            .await
+            .is_some()
+    );
     let id = engine.register_trigger(
         "shell::changed",
         "bench::changed",
@@ -109,7 +114,10 @@ async fn latency() {
         let t = Instant::now();
         std::fs::write(w.root.join("w").join(&name), "x").unwrap();
         loop {
-            let (e, at) = tokio::time::timeout(WAIT, w.rx.recv()).await.unwrap().unwrap();
+            let (e, at) = tokio::time::timeout(WAIT, w.rx.recv())
+                .await
+                .unwrap()
+                .unwrap();
             if e["path"] == name.as_str() {
                 lat.push(at - t);
                 break;
@@ -189,7 +197,10 @@ fn make_tree(root: &Path) -> usize {
         files(root.join(format!("src/m{d}")), 20);
     }
     for d in 0..600 {
-        files(root.join(format!("node_modules/p{}/lib{}", d / 10, d % 10)), 100);
+        files(
+            root.join(format!("node_modules/p{}/lib{}", d / 10, d % 10)),
+            100,
+        );
     }
     for d in 0..390 {
         files(root.join(format!("target/debug/deps{d}")), 100);
