@@ -151,7 +151,7 @@ async fn burst(cap: u64) {
     let wrote = t.elapsed();
     let mut seen: HashSet<String> = HashSet::new();
     let (mut fires, mut rescans, mut dups) = (0usize, 0usize, 0usize);
-    let mut quiet_since = Instant::now();
+    let deadline = Instant::now() + WAIT;
     loop {
         match tokio::time::timeout(Duration::from_millis(800), w.rx.recv()).await {
             Ok(Some((e, _))) => {
@@ -161,11 +161,10 @@ async fn burst(cap: u64) {
                 } else if !seen.insert(e["path"].as_str().unwrap().to_string()) {
                     dups += 1;
                 }
-                quiet_since = Instant::now();
             }
             _ => break,
         }
-        if quiet_since.elapsed() > WAIT {
+        if Instant::now() > deadline {
             break;
         }
     }
