@@ -162,6 +162,15 @@ impl World {
         }
     }
 
+    /// The watcher thread ends just after it closed its inotify fd.
+    async fn wait_no_threads(&self) {
+        let deadline = Instant::now() + WAIT;
+        while self.watch_threads() != 0 {
+            assert!(Instant::now() < deadline, "ide-watch threads left");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     async fn stop(mut self) {
         self.ide.signal_term();
         assert!(self.ide.wait_exit(WAIT).await.is_some(), "ide did not stop");
@@ -404,7 +413,7 @@ async fn refused_bindings_are_reported_and_watch_nothing() {
         }
     }
     assert_eq!(w.inotify_watches(), 0);
-    assert_eq!(w.watch_threads(), 0);
+    w.wait_no_threads().await;
     w.stop().await;
 }
 
@@ -456,7 +465,7 @@ async fn shared_watcher_is_torn_down_with_its_last_binding() {
             .wait_for_log(&format!("its last binding {two} went away"), WAIT)
             .await
     );
-    assert_eq!(w.watch_threads(), 0);
+    w.wait_no_threads().await;
     w.stop().await;
 }
 
@@ -481,7 +490,7 @@ async fn a_subscriber_worker_going_away_tears_its_watch_down() {
     w.wait_watches(1).await;
     client.shutdown_async().await;
     w.wait_watches(0).await;
-    assert_eq!(w.watch_threads(), 0);
+    w.wait_no_threads().await;
     w.stop().await;
 }
 
@@ -504,7 +513,7 @@ async fn a_burst_past_the_cap_is_one_rescan() {
     assert_eq!(rescan["dir"], true);
     assert_eq!(rescan["root"], w.w("").display().to_string());
     assert!(
-        w.ide.logs().contains("change feed sends a rescan"),
+        w.ide.wait_for_log("change feed sends a rescan", WAIT).await,
         "{}",
         w.ide.logs()
     );
