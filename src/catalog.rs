@@ -431,7 +431,10 @@ impl Catalog {
             crate::fs::sed::def(),
         ];
         defs.extend(crate::workspace::defs());
-        let trigger_types = vec![crate::exec::job_finished::trigger_type()];
+        let trigger_types = vec![
+            crate::exec::job_finished::trigger_type(),
+            crate::watch::trigger_type(),
+        ];
         Catalog {
             defs,
             trigger_types,

@@ -39,4 +39,5 @@ pub mod sandbox;
 pub mod stream;
 #[cfg(test)]
 pub mod testkit;
+pub mod watch;
 pub mod workspace;

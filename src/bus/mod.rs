@@ -344,6 +344,13 @@ fn register_trigger_types(iii: &IIIClient, catalog: &Catalog, services: &Arc<Ser
                     .call_request_format::<JobFinishedEvent>();
                 let _ = iii.register_trigger_type(reg);
             }
+            crate::watch::ID => {
+                use crate::watch::{ChangedConfig, ChangedEvent};
+                let reg = reg
+                    .trigger_request_format::<ChangedConfig>()
+                    .call_request_format::<ChangedEvent>();
+                let _ = iii.register_trigger_type(reg);
+            }
             _ => {
                 let _ = iii.register_trigger_type(reg);
             }

@@ -63,6 +63,26 @@ pub struct Config {
     /// The `coder::*` code surface: protected and noise globs, response budgets.
     #[serde(default)]
     pub code: CodeConfig,
+    /// The live change feed (`shell::changed`).
+    #[serde(default)]
+    pub watch: WatchConfig,
+}
+
+/// The live change feed (`shell::changed`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WatchConfig {
+    /// Most distinct paths one 200 ms window delivers per binding; a window past it sends one `rescan` instead (0 counts as 1).
+    #[serde(default = "d::max_paths_per_window")]
+    pub max_paths_per_window: u64,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig {
+            max_paths_per_window: d::max_paths_per_window(),
+        }
+    }
 }
 
 /// Environment forwarding to child processes.
@@ -197,6 +217,9 @@ mod d {
     }
     pub fn denylist_paths() -> Vec<PathBuf> {
         vec!["/etc/passwd".into(), "/etc/shadow".into()]
+    }
+    pub fn max_paths_per_window() -> u64 {
+        1000
     }
     pub fn turns_dir() -> PathBuf {
         "data/shell/turns".into()
@@ -347,6 +370,7 @@ impl Config {
             working_dir: None,
             turns: TurnsConfig::default(),
             code: CodeConfig::default(),
+            watch: WatchConfig::default(),
         }
     }
 

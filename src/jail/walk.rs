@@ -216,7 +216,15 @@ fn enter(
 
 /// The deepest rule that matches decides (a whitelist un-ignores).
 fn ignored(rules: &[Rules], path: &Path, is_dir: bool) -> bool {
-    for level in rules.iter().rev() {
+    ignored_in(rules.iter(), path, is_dir)
+}
+
+fn ignored_in<'a>(
+    levels: impl DoubleEndedIterator<Item = &'a Rules>,
+    path: &Path,
+    is_dir: bool,
+) -> bool {
+    for level in levels.rev() {
         for m in &level.matchers {
             match m.matched(path, is_dir) {
                 Match::Ignore(_) => return true,
@@ -226,6 +234,60 @@ fn ignored(rules: &[Rules], path: &Path, is_dir: bool) -> bool {
         }
     }
     false
+}
+
+/// One directory's ignore rules, for a caller that keeps its own stack
+/// instead of walking (the change feed keeps one per watched directory and
+/// asks it about every event path). Same files, matchers and precedence as
+/// [`walk`] with `ignore_files`.
+pub struct DirRules(Rules);
+
+impl DirRules {
+    /// Read the rules of the directory open as `dir` (at canonical `path`):
+    /// `.ignore`, and inside a repository (`parent_in_repo`, or a `.git`
+    /// here) `.gitignore` and, at a repository root, `.git/info/exclude`.
+    pub fn read(dir: BorrowedFd<'_>, path: &Path, parent_in_repo: bool) -> DirRules {
+        let is_file = |n: &str| {
+            nix::sys::stat::fstatat(dir, n, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| super::is_file_mode(st.st_mode))
+        };
+        let has_git =
+            nix::sys::stat::fstatat(dir, ".git", nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW).is_ok();
+        DirRules(dir_rules(
+            dir,
+            path,
+            &is_file,
+            parent_in_repo || has_git,
+            has_git,
+        ))
+    }
+
+    /// Extra rules in gitignore syntax, anchored at `dir_path`.
+    pub fn from_lines(dir_path: &Path, lines: &str, in_repo: bool) -> DirRules {
+        DirRules(Rules {
+            matchers: matcher(dir_path, lines).into_iter().collect(),
+            in_repo,
+        })
+    }
+
+    /// The levels that apply to `root` from above it (outermost first).
+    pub fn ancestors(root: &Loc) -> Vec<DirRules> {
+        ancestor_rules(root, &root.abs())
+            .into_iter()
+            .map(DirRules)
+            .collect()
+    }
+
+    /// This directory is inside a git repository.
+    pub fn in_repo(&self) -> bool {
+        self.0.in_repo
+    }
+}
+
+/// Whether `path` is ignored under `levels` (outermost first; the deepest
+/// matching rule decides, a whitelist un-ignores).
+pub fn is_ignored(levels: &[&DirRules], path: &Path, is_dir: bool) -> bool {
+    ignored_in(levels.iter().map(|l| &l.0), path, is_dir)
 }
 
 /// Read one ignore file from a directory handle (never through a link).

@@ -858,12 +858,20 @@ impl Capture {
             .journal
             .append(&self.scope, kind, path, from, before, after)
         {
-            Ok(id) => self
-                .scope
-                .recorded
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(id),
+            Ok(id) => {
+                // The live feed's events for these paths carry the id (the
+                // feed delivers after its 200 ms window, so noting it now is
+                // in time).
+                crate::watch::note_own_write(path, &id);
+                if let Some(from) = from {
+                    crate::watch::note_own_write(from, &id);
+                }
+                self.scope
+                    .recorded
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(id)
+            }
             Err(e) => {
                 tracing::error!(path = %path.display(), error = %e, "change journal append failed")
             }
