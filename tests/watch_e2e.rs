@@ -525,3 +525,45 @@ async fn a_burst_past_the_cap_is_one_rescan() {
     assert!(feed.got.len() < 60, "{} fires", feed.got.len());
     w.stop().await;
 }
+
+#[tokio::test]
+async fn a_change_made_through_ide_carries_its_change_id() {
+    let w = start(|_| {}).await;
+    let (_client, rx) = w.subscriber("e2e::own").await;
+    let mut feed = Feed::new(rx);
+    let root = w.w("").display().to_string();
+    w.bind("e2e::own", json!({"path": root}), None).await;
+    let made = w
+        .engine
+        .call(
+            "coder::create-file",
+            json!({"files": [{"path": w.w("own.txt").display().to_string(), "content": "mine"}]}),
+        )
+        .await
+        .expect("create-file");
+    let id = made["results"][0]["change_id"]
+        .as_str()
+        .expect("a change id")
+        .to_string();
+    write(&w.w("other.txt"), "theirs");
+    write(&w.w("~marker"), "m");
+    let got = feed.until("~marker").await;
+    let own = got
+        .iter()
+        .find(|e| e["path"] == "own.txt")
+        .expect("own.txt event");
+    assert_eq!(own["change_id"], id.as_str(), "{own}");
+    let other = got
+        .iter()
+        .find(|e| e["path"] == "other.txt")
+        .expect("other.txt event");
+    assert!(other.get("change_id").is_none(), "{other}");
+    // and the diff it names opens
+    let d = w
+        .engine
+        .call("coder::change-diff", json!({"change_id": id}))
+        .await
+        .expect("change-diff");
+    assert_eq!(d["new_contents"], "mine");
+    w.stop().await;
+}
