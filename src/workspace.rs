@@ -366,6 +366,51 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn unjailed_roots_are_the_working_dir_home_and_slash_minus_denied() {
+        let k = Kit::unjailed();
+        let r = k.ok("shell::workspace::roots", json!({})).await;
+        let roots: Vec<&str> = r["roots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(roots.contains(&"/"), "{roots:?}");
+        let wd = k
+            .services
+            .live
+            .snapshot()
+            .working_dir
+            .canonicalize()
+            .unwrap();
+        assert_eq!(roots[0], wd.display().to_string());
+        // unjailed, validate takes absolute paths outside the denylist
+        let v = k
+            .ok("shell::workspace::validate", json!({"path": "/"}))
+            .await;
+        assert_eq!(v["path"], "/");
+        let denied = k.root.join("blocked");
+        std::fs::create_dir_all(&denied).unwrap();
+        assert_eq!(
+            k.err(
+                "shell::workspace::validate",
+                json!({"path": denied.display().to_string()})
+            )
+            .await
+            .code,
+            "S211"
+        );
+        // a listing of the parent leaves the denylisted directory out
+        let l = k
+            .ok(
+                "shell::workspace::list",
+                json!({"path": k.root.display().to_string()}),
+            )
+            .await;
+        assert!(!l.to_string().contains("\"blocked\""), "{l}");
+    }
+
+    #[tokio::test]
     async fn read_bytes_chunks_a_file_and_redacts_like_missing() {
         let k = Kit::jailed();
         let body: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
