@@ -416,6 +416,9 @@ impl Sealed {
         stage.parent.sync_dir();
         if let (Some(c), Some((before, after))) = (cap, images) {
             let path = stage.parent.loc().abs();
+            if let Some(a) = &after {
+                c.remember(&stage.file, a);
+            }
             c.record(journal::write_kind(&before), &path, None, before, after);
         }
         Ok(written)

@@ -210,6 +210,32 @@ pub struct Image {
 pub struct Journal {
     root: Anchor,
     state: Mutex<State>,
+    /// Versions of files this worker just wrote, by inode and change
+    /// stamp, so the next change of the same file need not read and hash
+    /// its old body again (bounded; any change of the inode bumps ctime).
+    known: Mutex<HashMap<(u64, u64), (Stamp, Image)>>,
+}
+
+/// What identifies one content of an inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: i64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+const KNOWN_MAX: usize = 4096;
+
+fn stamp_of(file: &std::fs::File) -> Option<((u64, u64), Stamp)> {
+    let st = nix::sys::stat::fstat(file.as_fd()).ok()?;
+    Some((
+        (st.st_dev as u64, st.st_ino as u64),
+        Stamp {
+            size: st.st_size,
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+        },
+    ))
 }
 
 struct State {
@@ -410,6 +436,7 @@ impl Journal {
         log.seek(SeekFrom::End(0))?;
         Ok(Journal {
             root,
+            known: Mutex::new(HashMap::new()),
             state: Mutex::new(State {
                 log,
                 index,
@@ -445,6 +472,25 @@ impl Journal {
     /// Store a body read from `file` (from its start) unless it is over
     /// `cap` (then only its version is known). Returns the image.
     fn store_file(&self, file: &std::fs::File, mode: u32, cap: u64) -> std::io::Result<Image> {
+        if let Some((key, stamp)) = stamp_of(file) {
+            let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((s, img)) = known.get(&key) {
+                let still_held = img.blob.as_deref().is_none_or(|h| {
+                    nix::sys::stat::fstatat(
+                        self.state().blobs.as_fd(),
+                        h,
+                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                    )
+                    .is_ok()
+                });
+                if *s == stamp && still_held {
+                    let mut img = img.clone();
+                    img.version.mode = mode;
+                    img.pending = None;
+                    return Ok(img);
+                }
+            }
+        }
         let size = file.metadata()?.len();
         let keep = cap > 0 && size <= cap;
         let blobs = { nix::unistd::dup(self.state().blobs.as_fd())? };
@@ -836,6 +882,20 @@ impl Capture {
         self.journal
             .store_file(file, mode, self.scope.max_blob_bytes)
             .ok()
+    }
+
+    /// Note that `file` (now in place) holds `image`'s bytes, so its next
+    /// change need not read them again.
+    pub fn remember(&self, file: &std::fs::File, image: &Image) {
+        if let Some((key, stamp)) = stamp_of(file) {
+            let mut known = self.journal.known.lock().unwrap_or_else(|e| e.into_inner());
+            if known.len() >= KNOWN_MAX {
+                known.clear();
+            }
+            let mut img = image.clone();
+            img.pending = None;
+            known.insert(key, (stamp, img));
+        }
     }
 
     /// A body given as bytes.
