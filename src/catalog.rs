@@ -76,6 +76,8 @@ pub struct Services {
     pub outbound: Option<Arc<dyn Outbound>>,
     /// Background jobs and every live command process group.
     pub jobs: Arc<crate::exec::jobs::JobTable>,
+    /// Terminal sessions (`shell::pty::*`).
+    pub pty: Arc<crate::pty::Sessions>,
 }
 
 impl Services {
@@ -86,13 +88,15 @@ impl Services {
             config_source: None,
             outbound: None,
             jobs: Arc::new(crate::exec::jobs::JobTable::new(None)),
+            pty: Arc::new(crate::pty::Sessions::new()),
         })
     }
 
     /// Stop everything the services own (called on worker shutdown):
-    /// every running command's process group is killed and reaped.
+    /// every running command's process group and every terminal session
+    /// is killed and reaped.
     pub async fn shutdown(&self) {
-        self.jobs.shutdown().await;
+        tokio::join!(self.jobs.shutdown(), self.pty.shutdown());
     }
 }
 
@@ -395,7 +399,7 @@ pub struct Catalog {
 impl Catalog {
     /// Every function this worker serves.
     pub fn standard() -> Catalog {
-        let defs = vec![
+        let mut defs = vec![
             crate::coder::info::def(),
             crate::coder::read_file::def(),
             crate::coder::list_folder::def(),
@@ -423,6 +427,7 @@ impl Catalog {
             crate::fs::grep::def(),
             crate::fs::sed::def(),
         ];
+        defs.extend(crate::pty::functions::defs());
         let trigger_types = vec![crate::exec::job_finished::trigger_type()];
         Catalog {
             defs,
