@@ -813,6 +813,9 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
     }
 }
 
+/// A remembered open: (output target, session id, credentials handed out).
+pub type OpenMemo = (Option<String>, String, Credentials);
+
 /// Every session of this worker.
 #[derive(Default)]
 pub struct Sessions {
@@ -820,7 +823,7 @@ pub struct Sessions {
     /// Opens run one at a time: the cap and `request_id` are checked atomically.
     pub(super) open_gate: tokio::sync::Mutex<()>,
     /// `request_id` → (target, session id, credentials handed out).
-    pub(super) opens: Mutex<HashMap<String, (Option<String>, String, Credentials)>>,
+    pub(super) opens: Mutex<HashMap<String, OpenMemo>>,
     sweeper: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -833,9 +836,7 @@ impl Sessions {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(super) fn opens(
-        &self,
-    ) -> MutexGuard<'_, HashMap<String, (Option<String>, String, Credentials)>> {
+    pub(super) fn opens(&self) -> MutexGuard<'_, HashMap<String, OpenMemo>> {
         self.opens.lock().unwrap_or_else(|p| p.into_inner())
     }
 
