@@ -3,8 +3,8 @@
 //! Three tasks per session, none ever blocked in an uncancellable read:
 //!
 //! - the **reader** waits on the master under `AsyncFd`, coalesces reads into
-//!   frames (up to [`FRAME_MAX`]; the first bytes after a quiet spell go out
-//!   at once, a burst lingers up to [`LINGER`] to fill a frame), holds back a
+//!   frames (up to [`FRAME_MAX`]; the first bytes after a quiet spell, or
+//!   while the console has nothing in flight, go out at once, a burst lingers up to [`LINGER`] to fill a frame), holds back a
 //!   cut UTF-8 character, feeds the screen emulator and the ring. While
 //!   someone is attached and [`WINDOW`] frames are undelivered it stops
 //!   reading (the program then blocks on its own writes; input, Ctrl+C
@@ -297,9 +297,15 @@ impl Session {
         }
     }
 
-    fn window_full(&self) -> bool {
+    /// `(room, idle)`: whether the delivery window has room for another
+    /// frame, and whether a console is attached with nothing in flight.
+    fn flow(&self) -> (bool, bool) {
         let st = self.st();
-        st.target.is_some() && st.ring.last_seq().saturating_sub(st.delivered) >= WINDOW
+        let behind = st.ring.last_seq().saturating_sub(st.delivered);
+        match st.target {
+            Some(_) => (behind < WINDOW, behind == 0),
+            None => (true, false),
+        }
     }
 
     fn push(&self, data: Vec<u8>, end: Option<End>) {
@@ -658,10 +664,12 @@ async fn read_loop(s: Arc<Session>) {
     let mut last_seal = Instant::now() - Duration::from_secs(1);
     let mut drain_until: Option<Instant> = None;
     loop {
-        let room = !s.window_full();
+        let (room, idle) = s.flow();
         if !buf.is_empty() && (room || eof) {
             let started = frame_started.unwrap_or_else(Instant::now);
-            let quiet = last_seal.elapsed() >= LINGER;
+            // Nothing in flight, or a quiet spell before: send at once
+            // (keystroke echo). Otherwise a burst fills the frame a while.
+            let quiet = idle || last_seal.elapsed() >= LINGER;
             let due =
                 eof || buf.len() >= FRAME_MAX || (eagain && (quiet || started.elapsed() >= LINGER));
             if due {
