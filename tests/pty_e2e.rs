@@ -197,7 +197,6 @@ async fn a_console_types_detaches_reattaches_and_closes() {
     )
     .await;
     console.until(&mut seq, |t| t.contains("31 99")).await;
-    let seen = seq - 1;
     // detach, produce output, attach after what was seen: exact continuation
     let d = w
         .ok(
@@ -206,6 +205,12 @@ async fn a_console_types_detaches_reattaches_and_closes() {
         )
         .await;
     assert_eq!(d["status"], "detached");
+    // detach returns after any delivery in flight: what arrived is all there is
+    while let Ok(ev) = console.rx.try_recv() {
+        assert_eq!(ev["sequence"], json!(seq));
+        seq += 1;
+    }
+    let seen = seq - 1;
     w.ok(
         "shell::pty::write",
         json!({"session_id": id, "access_key": key, "data": b64("echo while-away\r")}),
@@ -223,7 +228,7 @@ async fn a_console_types_detaches_reattaches_and_closes() {
             .unwrap();
         assert_eq!(s["ui"], "ide");
         assert!(s["output_function_id"].is_null());
-        if s["sequence"].as_u64().unwrap() > seen + 1 {
+        if s["sequence"].as_u64().unwrap() > seen {
             break;
         }
         assert!(tokio::time::Instant::now() < deadline);

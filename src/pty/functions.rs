@@ -626,7 +626,7 @@ pub fn detach_def() -> FunctionDef {
                 .pty
                 .with_key(&req.session_id, &req.access_key)?;
             Ok(DetachResponse {
-                status: s.detach().into(),
+                status: s.detach().await.into(),
             })
         },
     )

@@ -49,6 +49,8 @@ const DELIVERY_TIMEOUT_MS: u64 = 30_000;
 const MAX_FAILURES: u32 = 5;
 /// A cut character held longer than this is sent anyway.
 const HOLD_MAX: Duration = Duration::from_millis(50);
+/// How long detach waits for a delivery in flight.
+const DETACH_WAIT: Duration = Duration::from_secs(2);
 /// How long a write waits for the program to take its input.
 const WRITE_WAIT: Duration = Duration::from_secs(5);
 
@@ -144,6 +146,8 @@ pub struct Session {
     tree: Arc<Tree>,
     outbound: Option<Arc<dyn Outbound>>,
     write_gate: tokio::sync::Mutex<()>,
+    /// Held by the delivery task during each call.
+    in_flight: Arc<tokio::sync::Mutex<()>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -221,6 +225,7 @@ impl Session {
             tree: tree.clone(),
             outbound: start.outbound,
             write_gate: tokio::sync::Mutex::new(()),
+            in_flight: Arc::new(tokio::sync::Mutex::new(())),
             tasks: Mutex::new(Vec::new()),
         });
         let waiter = {
@@ -491,14 +496,17 @@ impl Session {
         Ok(out)
     }
 
-    /// `shell::pty::detach`: stop delivering, keep the session.
-    pub fn detach(&self) -> Status {
+    /// `shell::pty::detach`: stop delivering, keep the session. Returns
+    /// once a delivery in flight finished (at most [`DETACH_WAIT`]), so no
+    /// frame lands after it.
+    pub async fn detach(&self) -> Status {
         let status = {
             let mut st = self.st();
             st.target = None;
             Self::status_of(&st)
         };
         self.bump();
+        let _ = tokio::time::timeout(DETACH_WAIT, self.in_flight.lock()).await;
         status
     }
 
@@ -758,6 +766,9 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
             return;
         };
         rx.borrow_and_update();
+        // Held across the call: detach waits for it, so nothing lands
+        // after detach returned.
+        let in_flight = s.in_flight.clone().lock_owned().await;
         let job = {
             let st = s.st();
             match &st.target {
@@ -774,6 +785,7 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
             }
         };
         let Some((target, frame)) = job else {
+            drop(in_flight);
             drop(s);
             if rx.changed().await.is_err() {
                 return;
@@ -813,6 +825,7 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
                 }
             }
         }
+        drop(in_flight);
         s.bump();
         drop(s);
         if let Some(b) = backoff {

@@ -376,7 +376,7 @@ async fn detach_then_attach_continues_exactly() {
     )
     .await;
     let (_, events) = w.until_output(|t| t.contains("one\r\n")).await;
-    let seen = events.last().unwrap()["sequence"].as_u64().unwrap();
+    let mut seen = events.last().unwrap()["sequence"].as_u64().unwrap();
     let d = w
         .ok(
             "shell::pty::detach",
@@ -384,6 +384,11 @@ async fn detach_then_attach_continues_exactly() {
         )
         .await;
     assert_eq!(d["status"], "detached");
+    // detach returned after any delivery in flight: drain what arrived
+    while let Ok((_, ev)) = w.frames.try_recv() {
+        seen += 1;
+        assert_eq!(ev["sequence"], json!(seen));
+    }
     w.ok(
         "shell::pty::write",
         json!({"session_id": id, "access_key": key, "data": b64("echo two\r")}),
