@@ -76,6 +76,8 @@ pub struct Services {
     pub outbound: Option<Arc<dyn Outbound>>,
     /// Background jobs and every live command process group.
     pub jobs: Arc<crate::exec::jobs::JobTable>,
+    /// Terminal sessions (`shell::pty::*`).
+    pub pty: Arc<crate::pty::Sessions>,
 }
 
 impl Services {
@@ -86,13 +88,15 @@ impl Services {
             config_source: None,
             outbound: None,
             jobs: Arc::new(crate::exec::jobs::JobTable::new(None)),
+            pty: Arc::new(crate::pty::Sessions::new()),
         })
     }
 
     /// Stop everything the services own (called on worker shutdown):
-    /// every running command's process group is killed and reaped.
+    /// every running command's process group and every terminal session
+    /// is killed and reaped.
     pub async fn shutdown(&self) {
-        self.jobs.shutdown().await;
+        tokio::join!(self.jobs.shutdown(), self.pty.shutdown());
     }
 }
 
@@ -431,6 +435,7 @@ impl Catalog {
             crate::fs::sed::def(),
         ];
         defs.extend(crate::workspace::defs());
+        defs.extend(crate::pty::functions::defs());
         let trigger_types = vec![
             crate::exec::job_finished::trigger_type(),
             crate::watch::trigger_type(),

@@ -17,6 +17,8 @@
 //! - [`coder`], [`fs`], [`control`]: the functions, one module each.
 //! - [`exec`]: commands, background jobs and the `shell::job-finished`
 //!   trigger (process groups, capture caps, the env gate, the denylist).
+//! - [`pty`]: terminal sessions (`shell::pty::*`) for console panes and
+//!   agents: PTYs, replay ring, ordered delivery, a server-side screen.
 //! - [`bus`]: the engine connection (the only module that knows about iii).
 //!
 //! Core modules know nothing about the transport: a function is a plain
@@ -34,6 +36,7 @@ pub mod fs;
 pub mod jail;
 pub mod journal;
 pub mod policy;
+pub mod pty;
 pub mod runtime;
 pub mod sandbox;
 pub mod stream;

@@ -70,6 +70,19 @@ impl Runtime {
                     .to_string(),
             );
         }
+        if config.pty.max_sessions == 0 {
+            return Err("pty.max_sessions must be at least 1".to_string());
+        }
+        if !(crate::pty::MIN_RING_BYTES..=crate::pty::MAX_RING_BYTES)
+            .contains(&config.pty.ring_bytes)
+        {
+            return Err(format!(
+                "pty.ring_bytes is {}; it must be between {} and {} (2097152 is the default)",
+                config.pty.ring_bytes,
+                crate::pty::MIN_RING_BYTES,
+                crate::pty::MAX_RING_BYTES
+            ));
+        }
         let policy = Policy::build(&config, &working_dir)?;
         let mut command_denylist = Vec::new();
         for pattern in &config.denylist_patterns {

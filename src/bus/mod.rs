@@ -144,6 +144,7 @@ async fn start(iii: &IIIClient, seed: Value) -> Result<Arc<Services>, ServeError
         config_source: Some(source),
         outbound: Some(outbound.clone()),
         jobs: Arc::new(crate::exec::jobs::JobTable::new(Some(outbound))),
+        pty: Arc::new(crate::pty::Sessions::new()),
     });
     let catalog = Arc::new(Catalog::standard());
     register_catalog(iii, &catalog, &services);

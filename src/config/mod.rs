@@ -63,6 +63,9 @@ pub struct Config {
     /// The `coder::*` code surface: protected and noise globs, response budgets.
     #[serde(default)]
     pub code: CodeConfig,
+    /// Terminal sessions (`shell::pty::*`): session cap, replay ring, retention of exited sessions.
+    #[serde(default)]
+    pub pty: PtyConfig,
     /// The live change feed (`shell::changed`).
     #[serde(default)]
     pub watch: WatchConfig,
@@ -184,6 +187,31 @@ pub struct CodeConfig {
     pub search_response_budget_bytes: u64,
 }
 
+/// Terminal sessions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PtyConfig {
+    /// Most sessions held at once, running or exited-and-kept; past it `shell::pty::open` and `shell::pty::start` fail with S218 (the oldest exited session is dropped first to make room).
+    #[serde(default = "d::pty_max_sessions")]
+    pub max_sessions: u32,
+    /// Raw output bytes each session keeps for replay (its ring buffer); at least 262144. Older frames are evicted first.
+    #[serde(default = "d::pty_ring_bytes")]
+    pub ring_bytes: u64,
+    /// Seconds an exited session stays attachable for its replay before it is forgotten; 0 = until closed (still counted against `max_sessions`).
+    #[serde(default = "d::pty_exited_retention_secs")]
+    pub exited_retention_secs: u64,
+}
+
+impl Default for PtyConfig {
+    fn default() -> Self {
+        PtyConfig {
+            max_sessions: d::pty_max_sessions(),
+            ring_bytes: d::pty_ring_bytes(),
+            exited_retention_secs: d::pty_exited_retention_secs(),
+        }
+    }
+}
+
 /// Serde defaults: what an absent key means. Note that `fs.allow_unjailed`
 /// defaults to false, so a config that leaves the jail unset fails closed;
 /// only the shipped seed opts in explicitly.
@@ -220,6 +248,15 @@ mod d {
     }
     pub fn max_paths_per_window() -> u64 {
         1000
+    }
+    pub fn pty_max_sessions() -> u32 {
+        32
+    }
+    pub fn pty_ring_bytes() -> u64 {
+        2 * 1024 * 1024
+    }
+    pub fn pty_exited_retention_secs() -> u64 {
+        3600
     }
     pub fn turns_dir() -> PathBuf {
         "data/shell/turns".into()
@@ -371,6 +408,7 @@ impl Config {
             turns: TurnsConfig::default(),
             code: CodeConfig::default(),
             watch: WatchConfig::default(),
+            pty: PtyConfig::default(),
         }
     }
 

@@ -134,10 +134,27 @@ fn open_default_cwd(runtime: &Runtime) -> Cwd {
     Cwd { path, handle }
 }
 
+/// What a `cwd` that is not a directory is reported as: `shell::exec`'s
+/// contract says 210, `shell::pty::*`'s says 212.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotADirectory {
+    BadInput,
+    WrongType,
+}
+
 /// A per-call `cwd`: an existing directory the policy allows, opened by
 /// handle. Escape → 215, missing or denied → the redacted 211, not a
 /// directory → 210 (as the contract has it).
 pub fn resolve_cwd(runtime: &Runtime, raw: &str) -> Result<Cwd, Failure> {
+    resolve_cwd_as(runtime, raw, NotADirectory::BadInput)
+}
+
+/// [`resolve_cwd`], choosing the class of the not-a-directory failure.
+pub fn resolve_cwd_as(
+    runtime: &Runtime,
+    raw: &str,
+    not_dir: NotADirectory,
+) -> Result<Cwd, Failure> {
     let resolved = runtime
         .policy
         .resolve_existing(raw, Surface::Shell, Tail::Follow, None)?;
@@ -145,11 +162,20 @@ pub fn resolve_cwd(runtime: &Runtime, raw: &str) -> Result<Cwd, Failure> {
         .loc()
         .open(nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY)
         .map_err(|e| match e.raw_os_error() {
-            Some(nix::libc::ENOTDIR) => Failure::bad_input(format!(
-                "cwd {} is not a directory; pass the directory to run in (e.g. its parent), \
-                     or omit cwd to use the configured working_dir",
-                crate::error::quote(raw)
-            )),
+            Some(nix::libc::ENOTDIR) => {
+                let class = match not_dir {
+                    NotADirectory::BadInput => crate::error::Class::BadInput,
+                    NotADirectory::WrongType => crate::error::Class::WrongType,
+                };
+                Failure::new(
+                    class,
+                    format!(
+                        "cwd {} is not a directory; pass the directory to run in (e.g. its parent), \
+                         or omit cwd to use the configured working_dir",
+                        crate::error::quote(raw)
+                    ),
+                )
+            }
             _ => Failure::from_io(raw, &e),
         })?;
     Ok(Cwd {

@@ -77,6 +77,7 @@ fn world(cfg: Config) -> World {
         config_source: None,
         outbound: Some(outbound.clone()),
         jobs: Arc::new(JobTable::new(Some(outbound))),
+        pty: Arc::new(crate::pty::Sessions::new()),
     });
     World {
         services,

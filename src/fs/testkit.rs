@@ -118,6 +118,7 @@ impl Kit {
             jobs: Arc::new(crate::exec::jobs::JobTable::new(Some(
                 engine.clone() as Arc<dyn Outbound>
             ))),
+            pty: Arc::new(crate::pty::Sessions::new()),
         });
         Kit {
             _dir: dir,

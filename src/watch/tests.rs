@@ -65,6 +65,7 @@ impl Fx {
             config_source: None,
             outbound: Some(outbound),
             jobs: Arc::new(crate::exec::jobs::JobTable::new(None)),
+            pty: Arc::new(crate::pty::Sessions::new()),
         });
         let injectors: Arc<Mutex<Vec<Injector>>> = Arc::default();
         let inj = injectors.clone();

@@ -1,0 +1,428 @@
+//! Terminal sessions through the loopback engine against the release `ide`
+//! binary (plain timing loops, ratios printed; BENCHMARKS.md records them).
+//!
+//! Run: `cargo bench --bench pty` (add `-- quick` for a 50 MB file and 200
+//! keystrokes).
+//!
+//! - throughput: `cat` of a large file in a session, every frame delivered
+//!   to an output function on another connection, against a raw read loop of
+//!   a PTY master running the same `cat` in this process (target ≥ 0.8×);
+//! - keystroke → echo: `shell::pty::write` of one byte until the frame with
+//!   its echo reached the output function, p50/p99 (target p50 ≤ 2 ms);
+//! - worker RSS with 16 idle sessions whose rings are full (target ≤
+//!   16 × 2 MiB + 20 MB) and under `yes` with a slow output function.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use base64::Engine as _;
+use ide::config::Config;
+use iii_sdk::{Error as SdkError, RegisterFunction};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use support::engine::{LoopbackEngine, connect_worker, unique_name};
+use support::ide_process::IdeProcess;
+use tokio::sync::mpsc;
+
+const WAIT: Duration = Duration::from_secs(120);
+
+fn rss_kib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "quick");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(in_process(quick));
+    rt.block_on(run(quick));
+}
+
+/// The console as an in-process `Outbound`: what the worker itself costs,
+/// without the engine's transport.
+struct Sink(mpsc::UnboundedSender<(u64, usize, Vec<u8>, bool)>);
+
+#[async_trait::async_trait]
+impl ide::catalog::Outbound for Sink {
+    async fn call(
+        &self,
+        _id: &str,
+        input: Value,
+        _t: Option<u64>,
+    ) -> Result<Value, ide::error::WireError> {
+        let data = input["data"]
+            .as_str()
+            .map(|s| base64::engine::general_purpose::STANDARD.decode(s).unwrap())
+            .unwrap_or_default();
+        let head = data[..data.len().min(8)].to_vec();
+        let _ = self.0.send((
+            input["sequence"].as_u64().unwrap_or(0),
+            data.len(),
+            head,
+            input["eof"] == json!(true),
+        ));
+        Ok(json!({}))
+    }
+    fn fire(&self, _: &ide::catalog::Binding, _: Value) {}
+}
+
+async fn in_process(quick: bool) {
+    let dir = tempfile::TempDir::new().expect("temp dir");
+    let mut cfg = Config::zero_config();
+    cfg.working_dir = Some(dir.path().to_path_buf());
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let outbound: Arc<dyn ide::catalog::Outbound> = Arc::new(Sink(tx));
+    let services = Arc::new(ide::catalog::Services {
+        live: Arc::new(ide::runtime::LiveRuntime::new(
+            ide::runtime::Runtime::build(cfg).unwrap(),
+        )),
+        config_source: None,
+        outbound: Some(outbound.clone()),
+        jobs: Arc::new(ide::exec::jobs::JobTable::new(Some(outbound))),
+        pty: Arc::new(ide::pty::Sessions::new()),
+    });
+    let catalog = ide::catalog::Catalog::standard();
+    let target = "iii::bench-ui::pty-output::console-inproc";
+    let n = if quick { 200 } else { 1000 };
+    let o = catalog
+        .call(
+            &services,
+            "shell::pty::open",
+            json!({"cwd": dir.path(), "cols": 120, "rows": 40, "output_function_id": target,
+                   "program": "cat"}),
+        )
+        .await
+        .expect("open");
+    let mut lat = Vec::with_capacity(n);
+    for i in 0..n {
+        let c = [b'a' + (i % 26) as u8];
+        let t = Instant::now();
+        catalog
+            .call(
+                &services,
+                "shell::pty::write",
+                json!({"session_id": o["session_id"],
+                  "access_key": o["access_key"],
+                  "data": base64::engine::general_purpose::STANDARD.encode(c)}),
+            )
+            .await
+            .expect("write");
+        loop {
+            let (_, _, head, _) = tokio::time::timeout(WAIT, rx.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            if head.contains(&c[0]) {
+                break;
+            }
+        }
+        lat.push(t.elapsed());
+    }
+    lat.sort();
+    let pct =
+        |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)].as_secs_f64() * 1e3;
+    println!(
+        "in-process keystroke → echo frame delivered (worker alone, no transport), {n} keystrokes: p50 {:.3} ms  p99 {:.3} ms",
+        pct(0.5),
+        pct(0.99)
+    );
+    services.shutdown().await;
+}
+
+async fn run(quick: bool) {
+    let dir = tempfile::TempDir::new().expect("temp dir");
+    let mut cfg = Config::zero_config();
+    cfg.working_dir = Some(dir.path().to_path_buf());
+    let seed = dir.path().join("seed.yaml");
+    std::fs::write(&seed, cfg.to_value().to_string()).expect("seed");
+    let engine = LoopbackEngine::start().await;
+    let url = engine.url();
+    let mut ide = IdeProcess::spawn(
+        &["--url", &url, "--config", &seed.display().to_string()],
+        &[],
+    );
+    assert!(
+        engine
+            .wait_for_function("shell::pty::open", WAIT)
+            .await
+            .is_some(),
+        "ide did not start:\n{}",
+        ide.logs()
+    );
+    let ide_pid = ide.pid().expect("ide runs");
+
+    // the output function: forwards (sequence, data bytes, eof)
+    let function_id = format!(
+        "iii::bench-ui::pty-output::console-{}",
+        uuid::Uuid::new_v4()
+    );
+    let (tx, mut rx) = mpsc::unbounded_channel::<(u64, usize, Vec<u8>, bool)>();
+    let delay = Arc::new(AtomicU64::new(0));
+    let client = connect_worker(&url, &unique_name("bench-console"));
+    {
+        let delay = delay.clone();
+        client.register_function(
+            &function_id,
+            RegisterFunction::new_async(move |input: Value| {
+                let tx = tx.clone();
+                let delay = delay.clone();
+                async move {
+                    let d = delay.load(Ordering::SeqCst);
+                    if d > 0 {
+                        tokio::time::sleep(Duration::from_millis(d)).await;
+                    }
+                    let data = input["data"]
+                        .as_str()
+                        .map(|s| base64::engine::general_purpose::STANDARD.decode(s).unwrap())
+                        .unwrap_or_default();
+                    let head = data[..data.len().min(8)].to_vec();
+                    let _ = tx.send((
+                        input["sequence"].as_u64().unwrap_or(0),
+                        data.len(),
+                        head,
+                        input["eof"] == json!(true),
+                    ));
+                    Ok::<Value, SdkError>(json!({}))
+                }
+            }),
+        );
+    }
+    assert!(engine.wait_for_function(&function_id, WAIT).await.is_some());
+
+    // ---- RSS: 16 idle sessions with full rings ----
+    let idle = rss_kib(ide_pid);
+    let mut agents = Vec::new();
+    for _ in 0..16 {
+        let o = engine
+            .call(
+                "shell::pty::start",
+                json!({"cwd": dir.path(), "program": "/bin/sh",
+                  "args": ["-c", "head -c 3000000 /dev/urandom | base64; sleep 600"]}),
+            )
+            .await
+            .expect("start");
+        agents.push(o);
+    }
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let list = engine
+            .call("shell::pty::sessions", json!({}))
+            .await
+            .unwrap();
+        let full = list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["frame_bytes"].as_u64().unwrap_or(0) > 2 * 1024 * 1024 - 70_000)
+            .count();
+        if full >= 16 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let full = rss_kib(ide_pid);
+    println!(
+        "RSS: idle {idle} KiB; with 16 idle sessions, full 2 MiB rings: {full} KiB (+{} KiB; budget 16 × 2 MiB + 20 MB = {} KiB)",
+        full.saturating_sub(idle),
+        16 * 2048 + 20_000
+    );
+    for o in &agents {
+        let _ = engine
+            .call(
+                "shell::pty::close",
+                json!({"session_id": o["session_id"], "access_key": o["access_key"]}),
+            )
+            .await;
+    }
+
+    // ---- throughput ----
+    let mb: usize = if quick { 50 } else { 200 };
+    let file = dir.path().join("big.txt");
+    {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
+        let line =
+            b"the quick brown fox jumps over the lazy dog 0123456789 ABCDEFGHIJKLMNOPQRSTUVW\n";
+        let mut written = 0;
+        while written < mb * 1_000_000 {
+            f.write_all(line).unwrap();
+            written += line.len();
+        }
+    }
+    let size = std::fs::metadata(&file).unwrap().len() as usize;
+    // raw: a PTY master read loop in this process, same `cat`
+    let raw = {
+        let spec = ide::pty::spawn::Spec {
+            program: "/bin/cat".into(),
+            arg0: "cat".into(),
+            args: vec![file.display().to_string()],
+            dir: dir.path().to_path_buf(),
+            env: Default::default(),
+            cols: 120,
+            rows: 40,
+        };
+        let t = Instant::now();
+        let mut sp = ide::pty::spawn::spawn(&spec).expect("spawn cat");
+        let fd = sp.master;
+        // a plain blocking read loop is the baseline
+        let fl = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+        let fl = nix::fcntl::OFlag::from_bits_truncate(fl) - nix::fcntl::OFlag::O_NONBLOCK;
+        nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFL(fl)).unwrap();
+        let total = tokio::task::spawn_blocking(move || {
+            let mut buf = vec![0u8; 65536];
+            let mut total = 0usize;
+            loop {
+                match nix::unistd::read(&fd, &mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => total += n,
+                    Err(nix::errno::Errno::EAGAIN) => continue,
+                    Err(_) => break,
+                }
+            }
+            total
+        })
+        .await
+        .unwrap();
+        let _ = sp.child.wait().await;
+        drop(sp.owned);
+        (t.elapsed(), total)
+    };
+    // ide: open a session running cat, count delivered bytes until eof
+    while rx.try_recv().is_ok() {}
+    let t = Instant::now();
+    let o = engine
+        .call(
+            "shell::pty::open",
+            json!({"cwd": dir.path(), "cols": 120, "rows": 40, "output_function_id": function_id,
+                   "program": "cat", "args": [file.display().to_string()]}),
+        )
+        .await
+        .expect("open");
+    let (mut got, mut frames, mut next) = (0usize, 0u64, 1u64);
+    loop {
+        let (seq, n, _, eof) = tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(seq, next, "frames in order");
+        next += 1;
+        got += n;
+        frames += 1;
+        if eof {
+            break;
+        }
+    }
+    let ide_time = t.elapsed();
+    let _ = engine
+        .call(
+            "shell::pty::close",
+            json!({"session_id": o["session_id"], "access_key": o["access_key"]}),
+        )
+        .await;
+    let mib = |bytes: usize, d: Duration| bytes as f64 / 1048576.0 / d.as_secs_f64();
+    println!(
+        "throughput: cat of a {:.0} MB file ({size} bytes; the PTY turns \\n into \\r\\n)",
+        size as f64 / 1e6
+    );
+    println!(
+        "  raw PTY master read loop: {:>8.1} ms  {:>7.1} MiB/s ({} bytes)",
+        raw.0.as_secs_f64() * 1e3,
+        mib(raw.1, raw.0),
+        raw.1
+    );
+    println!(
+        "  ide session → engine → output function: {:>8.1} ms  {:>7.1} MiB/s ({got} bytes in {frames} frames, {:.1} KiB/frame)",
+        ide_time.as_secs_f64() * 1e3,
+        mib(got, ide_time),
+        got as f64 / frames as f64 / 1024.0
+    );
+    println!(
+        "  ratio (ide throughput / raw): {:.2}x",
+        raw.0.as_secs_f64() / ide_time.as_secs_f64() * got as f64 / raw.1.max(1) as f64
+    );
+
+    // ---- keystroke → echo ----
+    let n = if quick { 200 } else { 1000 };
+    let o = engine
+        .call(
+            "shell::pty::open",
+            json!({"cwd": dir.path(), "cols": 120, "rows": 40, "output_function_id": function_id,
+                   "program": "cat"}),
+        )
+        .await
+        .expect("open cat");
+    while rx.try_recv().is_ok() {}
+    let mut lat = Vec::with_capacity(n);
+    for i in 0..n {
+        let c = [b'a' + (i % 26) as u8];
+        let t = Instant::now();
+        engine
+            .call(
+                "shell::pty::write",
+                json!({"session_id": o["session_id"], "access_key": o["access_key"],
+                  "data": base64::engine::general_purpose::STANDARD.encode(c)}),
+            )
+            .await
+            .expect("write");
+        loop {
+            let (_, _, head, _) = tokio::time::timeout(WAIT, rx.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            if head.contains(&c[0]) {
+                break;
+            }
+        }
+        lat.push(t.elapsed());
+    }
+    lat.sort();
+    let pct =
+        |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)].as_secs_f64() * 1e3;
+    println!(
+        "keystroke → echo frame received, {n} keystrokes: p50 {:.2} ms  p99 {:.2} ms",
+        pct(0.5),
+        pct(0.99)
+    );
+    let _ = engine
+        .call(
+            "shell::pty::close",
+            json!({"session_id": o["session_id"], "access_key": o["access_key"]}),
+        )
+        .await;
+
+    // ---- RSS under `yes` with a slow output function ----
+    delay.store(20, Ordering::SeqCst);
+    let o = engine
+        .call(
+            "shell::pty::open",
+            json!({"cwd": dir.path(), "cols": 120, "rows": 40, "output_function_id": function_id,
+                   "program": "yes"}),
+        )
+        .await
+        .expect("open yes");
+    let mut samples = Vec::new();
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(if quick { 3 } else { 10 }) {
+        while rx.try_recv().is_ok() {}
+        samples.push(rss_kib(ide_pid));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    println!("RSS under `yes` with a 20 ms output function, every 0.5 s (KiB): {samples:?}");
+    let _ = engine
+        .call(
+            "shell::pty::close",
+            json!({"session_id": o["session_id"], "access_key": o["access_key"]}),
+        )
+        .await;
+    ide.signal_term();
+    let _ = ide.wait_exit(Duration::from_secs(20)).await;
+    engine.stop().await;
+}

@@ -1,0 +1,186 @@
+//! The replay ring: numbered frames of raw output, bounded by bytes.
+//!
+//! Frames are numbered from 1 without gaps. The ring keeps the newest
+//! frames whose raw bytes fit in its capacity (always at least the newest
+//! one), so memory per session is bounded whatever the program prints.
+
+use std::collections::VecDeque;
+
+/// How a session ended, as its last frame and its status report it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct End {
+    pub exit_code: Option<u32>,
+    pub signal: Option<String>,
+    pub error: Option<String>,
+}
+
+/// One frame of output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub seq: u64,
+    pub data: Vec<u8>,
+    /// Set on the last frame of an exited session.
+    pub end: Option<End>,
+}
+
+/// What a replay after some sequence number yields.
+#[derive(Debug)]
+pub struct Replay<'a> {
+    pub frames: Vec<&'a Frame>,
+    /// Frames the caller asked for are no longer held.
+    pub truncated: bool,
+}
+
+#[derive(Debug)]
+pub struct Ring {
+    frames: VecDeque<Frame>,
+    bytes: usize,
+    cap: usize,
+    last_seq: u64,
+}
+
+impl Ring {
+    pub fn new(cap: usize) -> Ring {
+        Ring {
+            frames: VecDeque::new(),
+            bytes: 0,
+            cap,
+            last_seq: 0,
+        }
+    }
+
+    /// Append a frame; returns its sequence number.
+    pub fn push(&mut self, data: Vec<u8>, end: Option<End>) -> u64 {
+        self.last_seq += 1;
+        self.bytes += data.len();
+        self.frames.push_back(Frame {
+            seq: self.last_seq,
+            data,
+            end,
+        });
+        while self.bytes > self.cap && self.frames.len() > 1 {
+            if let Some(old) = self.frames.pop_front() {
+                self.bytes -= old.data.len();
+            }
+        }
+        self.last_seq
+    }
+
+    /// Sequence number of the newest frame (0: none yet).
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Sequence number of the oldest frame still held.
+    pub fn first_seq(&self) -> Option<u64> {
+        self.frames.front().map(|f| f.seq)
+    }
+
+    /// Frames held.
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// Raw bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Whether frames were dropped that a full replay (from 0) would need.
+    pub fn truncated(&self) -> bool {
+        self.first_seq().is_some_and(|f| f > 1)
+    }
+
+    /// The frame numbered `seq`, if still held.
+    pub fn get(&self, seq: u64) -> Option<&Frame> {
+        let first = self.first_seq()?;
+        let i = usize::try_from(seq.checked_sub(first)?).ok()?;
+        self.frames.get(i)
+    }
+
+    /// Every held frame after `after`; `truncated` when some frame between
+    /// `after` and the oldest held one is gone.
+    pub fn after(&self, after: u64) -> Replay<'_> {
+        let truncated = match self.first_seq() {
+            Some(first) => first > after.saturating_add(1) && after < self.last_seq,
+            None => self.last_seq > after,
+        };
+        let frames = self.frames.iter().filter(|f| f.seq > after).collect();
+        Replay { frames, truncated }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequences_start_at_one_without_gaps() {
+        let mut r = Ring::new(100);
+        for i in 1..=5u64 {
+            assert_eq!(r.push(vec![b'x'; 3], None), i);
+        }
+        let seqs: Vec<u64> = r.after(0).frames.iter().map(|f| f.seq).collect();
+        assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
+        assert!(!r.after(0).truncated);
+        assert_eq!(r.get(3).unwrap().seq, 3);
+        assert!(r.get(6).is_none());
+    }
+
+    #[test]
+    fn oldest_frames_are_evicted_past_the_byte_cap() {
+        let mut r = Ring::new(10);
+        for _ in 0..5 {
+            r.push(vec![0; 4], None);
+        }
+        assert_eq!(r.bytes(), 8);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r.first_seq(), Some(4));
+        assert_eq!(r.last_seq(), 5);
+        assert!(r.truncated());
+        assert!(r.get(3).is_none());
+    }
+
+    #[test]
+    fn an_oversized_frame_is_still_kept_alone() {
+        let mut r = Ring::new(10);
+        r.push(vec![0; 4], None);
+        r.push(vec![0; 50], None);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r.first_seq(), Some(2));
+        assert_eq!(r.bytes(), 50);
+    }
+
+    #[test]
+    fn replay_reports_truncation_only_when_asked_for_lost_frames() {
+        let mut r = Ring::new(8);
+        for _ in 0..6 {
+            r.push(vec![0; 4], None);
+        }
+        // held: 5, 6
+        let all = r.after(0);
+        assert!(all.truncated);
+        assert_eq!(all.frames.len(), 2);
+        let cont = r.after(4);
+        assert!(!cont.truncated);
+        assert_eq!(cont.frames[0].seq, 5);
+        let lost = r.after(3);
+        assert!(lost.truncated);
+        let none = r.after(6);
+        assert!(!none.truncated && none.frames.is_empty());
+        // asking beyond the end is not a truncation
+        assert!(!r.after(99).truncated);
+    }
+
+    #[test]
+    fn empty_ring_is_not_truncated() {
+        let r = Ring::new(8);
+        assert!(!r.truncated());
+        assert!(!r.after(0).truncated);
+        assert_eq!(r.last_seq(), 0);
+    }
+}

@@ -1,0 +1,988 @@
+//! One terminal session and the table of them.
+//!
+//! Three tasks per session, none ever blocked in an uncancellable read:
+//!
+//! - the **reader** waits on the master under `AsyncFd`, coalesces reads into
+//!   frames (up to [`FRAME_MAX`]; the first bytes after a quiet spell, or
+//!   while the console has nothing in flight, go out at once, a burst lingers up to [`LINGER`] to fill a frame), holds back a
+//!   cut UTF-8 character, feeds the screen emulator and the ring. While
+//!   someone is attached and [`WINDOW`] frames are undelivered it stops
+//!   reading (the program then blocks on its own writes; input, Ctrl+C
+//!   included, still gets through). Detached, it reads on and the ring evicts.
+//! - the **delivery** task calls the output function with one frame at a
+//!   time, awaiting each: frames arrive in sequence order.
+//! - the **waiter** reaps the child: exit is noticed by waiting on it, not by
+//!   EOF on the master, and what the program left running is ended with it.
+
+use super::creds::{self, Credentials};
+use super::ring::{End, Frame, Ring};
+use super::screen::{Rendered, Screen};
+use super::spawn::{self, Spawned};
+use super::utf8;
+use crate::catalog::Outbound;
+use crate::error::{Class, Failure, quote};
+use crate::exec::tree::Tree;
+use base64::Engine as _;
+use nix::sys::signal::Signal;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::io::unix::AsyncFd;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// Largest frame, in raw bytes.
+pub const FRAME_MAX: usize = 64 * 1024;
+/// Frames produced but not yet delivered, past which reading stops.
+pub const WINDOW: u64 = 4;
+/// How long a frame in a burst waits to fill up.
+pub const LINGER: Duration = Duration::from_millis(4);
+/// How long output is still read after the program exited (a job it left
+/// holding the terminal must not hold the exit back).
+const EXIT_DRAIN: Duration = Duration::from_millis(300);
+/// One delivery's timeout.
+const DELIVERY_TIMEOUT_MS: u64 = 30_000;
+/// Failed deliveries in a row after which the target counts as gone.
+const MAX_FAILURES: u32 = 5;
+/// A cut character held longer than this is sent anyway.
+const HOLD_MAX: Duration = Duration::from_millis(50);
+/// How long detach waits for a delivery in flight.
+const DETACH_WAIT: Duration = Duration::from_secs(2);
+/// How long a write waits for the program to take its input.
+const WRITE_WAIT: Duration = Duration::from_secs(5);
+
+/// Where output goes while someone is attached.
+#[derive(Debug, Clone)]
+struct Attachment {
+    function_id: String,
+    epoch: u64,
+}
+
+/// A remembered attach, so a retry with the same `request_id` gets the
+/// same answer instead of a lock-out.
+#[derive(Debug, Clone)]
+struct AttachMemo {
+    request_id: String,
+    token_used: String,
+    creds: Credentials,
+    after_sequence: u64,
+    next_sequence: u64,
+}
+
+struct State {
+    ring: Ring,
+    screen: Screen,
+    creds: Credentials,
+    ui: Option<String>,
+    target: Option<Attachment>,
+    epoch: u64,
+    delivered: u64,
+    failures: u32,
+    /// Set with the last frame (status `exited`).
+    end: Option<End>,
+    ended_at: Option<std::time::Instant>,
+    cols: u16,
+    rows: u16,
+    memo: Option<AttachMemo>,
+}
+
+/// A session's status as the contract reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    Attached,
+    Detached,
+    Exited(End),
+}
+
+/// What attach and adopt return.
+#[derive(Debug, Clone)]
+pub struct AttachOut {
+    pub creds: Credentials,
+    pub cwd: String,
+    /// `(sequence, raw bytes)`.
+    pub frames: Vec<(u64, Vec<u8>)>,
+    pub next_sequence: u64,
+    pub status: Status,
+    pub truncated: bool,
+}
+
+/// What `shell::pty::read` returns.
+#[derive(Debug, Clone)]
+pub struct ReadOut {
+    pub raw: Vec<u8>,
+    pub next_sequence: u64,
+    pub truncated: bool,
+    pub status: Status,
+}
+
+/// One session, for `shell::pty::sessions`.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub session_id: String,
+    pub cwd: String,
+    pub pid: u32,
+    pub program: Option<String>,
+    pub status: Status,
+    pub sequence: u64,
+    pub frames: usize,
+    pub frame_bytes: usize,
+    pub truncated: bool,
+    pub output_function_id: Option<String>,
+    pub ui: Option<String>,
+}
+
+pub struct Session {
+    pub id: String,
+    pub program: Option<String>,
+    pub cwd: String,
+    pub pid: u32,
+    master: AsyncFd<OwnedFd>,
+    state: Mutex<State>,
+    changed: watch::Sender<u64>,
+    exit: watch::Receiver<Option<End>>,
+    tree: Arc<Tree>,
+    outbound: Option<Arc<dyn Outbound>>,
+    write_gate: tokio::sync::Mutex<()>,
+    /// Held by the delivery task during each call.
+    in_flight: Arc<tokio::sync::Mutex<()>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// Everything [`Session::start`] needs.
+pub struct Start {
+    pub spec: spawn::Spec,
+    pub program: Option<String>,
+    pub cwd: String,
+    pub ring_bytes: usize,
+    pub target: Option<super::target::Target>,
+    pub outbound: Option<Arc<dyn Outbound>>,
+}
+
+fn no_access(id: &str, what: &str) -> Failure {
+    Failure::new(
+        Class::NotFound,
+        format!(
+            "session {} does not exist or the {what} is not its current one (attach and adopt \
+             rotate credentials); shell::pty::sessions lists live sessions, and a page that lost \
+             its credentials takes its own unattached session back with shell::pty::adopt",
+            quote(id)
+        ),
+    )
+}
+
+fn signal_name(sig: i32) -> String {
+    Signal::try_from(sig)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {sig}"))
+}
+
+impl Session {
+    /// Spawn the program and start the session's tasks.
+    pub fn start(id: String, start: Start) -> Result<Arc<Session>, Failure> {
+        let Spawned {
+            master,
+            mut child,
+            pid,
+            owned,
+            tree,
+        } = spawn::spawn(&start.spec)?;
+        // SAFETY: `master` is an OwnedFd moved into the AsyncFd: it stays
+        // open and names the same descriptor for the AsyncFd's whole life.
+        let master = unsafe { AsyncFd::register(master) }
+            .map_err(|e| Failure::io(format!("cannot watch the pseudo-terminal: {e}")))?;
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let (changed, _) = watch::channel(0u64);
+        let epoch = u64::from(start.target.is_some());
+        let session = Arc::new(Session {
+            id,
+            program: start.program,
+            cwd: start.cwd,
+            pid: pid as u32,
+            master,
+            state: Mutex::new(State {
+                ring: Ring::new(start.ring_bytes),
+                screen: Screen::new(start.spec.cols, start.spec.rows),
+                creds: Credentials::fresh()?,
+                ui: start.target.as_ref().map(|t| t.ui.clone()),
+                target: start.target.map(|t| Attachment {
+                    function_id: t.function_id,
+                    epoch,
+                }),
+                epoch,
+                delivered: 0,
+                failures: 0,
+                end: None,
+                ended_at: None,
+                cols: start.spec.cols,
+                rows: start.spec.rows,
+                memo: None,
+            }),
+            changed,
+            exit: exit_rx,
+            tree: tree.clone(),
+            outbound: start.outbound,
+            write_gate: tokio::sync::Mutex::new(()),
+            in_flight: Arc::new(tokio::sync::Mutex::new(())),
+            tasks: Mutex::new(Vec::new()),
+        });
+        let waiter = {
+            let tree = tree.clone();
+            tokio::spawn(async move {
+                let end = match child.wait().await {
+                    Ok(status) => {
+                        use std::os::unix::process::ExitStatusExt;
+                        End {
+                            exit_code: status.code().map(|c| c as u32),
+                            signal: status.signal().map(signal_name),
+                            error: None,
+                        }
+                    }
+                    Err(e) => End {
+                        exit_code: None,
+                        signal: None,
+                        error: Some(format!("waiting for the session's program failed: {e}")),
+                    },
+                };
+                tree.leader_reaped();
+                drop(owned);
+                let _ = exit_tx.send(Some(end));
+                // What the program left running (a job holding the terminal)
+                // ends with it: no orphan outlives its session.
+                end_tree(&tree, None).await;
+                tree.close();
+            })
+        };
+        let reader = tokio::spawn(read_loop(session.clone()));
+        let delivery = tokio::spawn(deliver_loop(Arc::downgrade(&session)));
+        session.lock_tasks().extend([waiter, reader, delivery]);
+        Ok(session)
+    }
+
+    fn st(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_tasks(&self) -> MutexGuard<'_, Vec<JoinHandle<()>>> {
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
+    pub fn credentials(&self) -> Credentials {
+        self.st().creds.clone()
+    }
+
+    fn status_of(st: &State) -> Status {
+        match (&st.end, &st.target) {
+            (Some(end), _) => Status::Exited(end.clone()),
+            (None, Some(_)) => Status::Attached,
+            (None, None) => Status::Detached,
+        }
+    }
+
+    pub fn status(&self) -> Status {
+        Self::status_of(&self.st())
+    }
+
+    /// When the last frame was produced, if the session exited.
+    pub fn ended_at(&self) -> Option<std::time::Instant> {
+        self.st().ended_at
+    }
+
+    pub fn check_key(&self, key: &str) -> Result<(), Failure> {
+        if creds::same(key, &self.st().creds.access_key) {
+            Ok(())
+        } else {
+            Err(no_access(&self.id, "access_key"))
+        }
+    }
+
+    /// `(room, idle)`: whether the delivery window has room for another
+    /// frame, and whether a console is attached with nothing in flight.
+    fn flow(&self) -> (bool, bool) {
+        let st = self.st();
+        let behind = st.ring.last_seq().saturating_sub(st.delivered);
+        match st.target {
+            Some(_) => (behind < WINDOW, behind == 0),
+            None => (true, false),
+        }
+    }
+
+    fn push(&self, data: Vec<u8>, end: Option<End>) {
+        {
+            let mut st = self.st();
+            st.screen.process(&data);
+            if end.is_some() {
+                st.end = end.clone();
+                st.ended_at = Some(std::time::Instant::now());
+            }
+            st.ring.push(data, end);
+        }
+        self.bump();
+    }
+
+    pub fn summary(&self) -> Summary {
+        let st = self.st();
+        Summary {
+            session_id: self.id.clone(),
+            cwd: self.cwd.clone(),
+            pid: self.pid,
+            program: self.program.clone(),
+            status: Self::status_of(&st),
+            sequence: st.ring.last_seq(),
+            frames: st.ring.len(),
+            frame_bytes: st.ring.bytes(),
+            truncated: st.ring.truncated(),
+            output_function_id: st.target.as_ref().map(|t| t.function_id.clone()),
+            ui: st.ui.clone(),
+        }
+    }
+
+    /// Frames after `after` (a redraw of the current screen when the ring
+    /// lost some of them), as of now.
+    fn replay(st: &State, after: u64, upto: u64) -> (Vec<(u64, Vec<u8>)>, bool) {
+        let replay = st.ring.after(after);
+        if replay.truncated {
+            // One synthesized frame that redraws the screen as of the last
+            // frame, numbered like it: live frames continue after it.
+            return (vec![(st.ring.last_seq(), st.screen.redraw())], true);
+        }
+        let frames = replay
+            .frames
+            .into_iter()
+            .filter(|f| f.seq <= upto)
+            .map(|f| (f.seq, f.data.clone()))
+            .collect();
+        (frames, false)
+    }
+
+    fn resize_locked(&self, st: &mut State, cols: u16, rows: u16) -> Result<(), Failure> {
+        if (st.cols, st.rows) != (cols, rows) {
+            spawn::set_size(self.master.get_ref().as_fd(), cols, rows)?;
+            st.screen.resize(cols, rows);
+            st.cols = cols;
+            st.rows = rows;
+        }
+        Ok(())
+    }
+
+    pub fn resize(&self, cols: u16, rows: u16) -> Result<(), Failure> {
+        let mut st = self.st();
+        self.resize_locked(&mut st, cols, rows)
+    }
+
+    fn attach_locked(
+        &self,
+        st: &mut State,
+        target: super::target::Target,
+        after: u64,
+        cols: u16,
+        rows: u16,
+    ) -> Result<AttachOut, Failure> {
+        if st.end.is_none() {
+            self.resize_locked(st, cols, rows)?;
+        }
+        st.creds = Credentials::fresh()?;
+        st.epoch += 1;
+        st.delivered = st.ring.last_seq();
+        st.failures = 0;
+        if st.ui.is_none() {
+            st.ui = Some(target.ui.clone());
+        }
+        st.target = Some(Attachment {
+            function_id: target.function_id,
+            epoch: st.epoch,
+        });
+        let last = st.ring.last_seq();
+        let (frames, truncated) = Self::replay(st, after, last);
+        Ok(AttachOut {
+            creds: st.creds.clone(),
+            cwd: self.cwd.clone(),
+            frames,
+            next_sequence: last + 1,
+            status: Self::status_of(st),
+            truncated,
+        })
+    }
+
+    /// `shell::pty::attach`: the current reconnect token (or a retry of the
+    /// attach that rotated it, by `request_id`).
+    pub fn attach(
+        &self,
+        token: &str,
+        request_id: Option<&str>,
+        target: super::target::Target,
+        after: u64,
+        cols: u16,
+        rows: u16,
+    ) -> Result<AttachOut, Failure> {
+        let out = {
+            let mut st = self.st();
+            if let (Some(rid), Some(memo)) = (request_id, st.memo.clone())
+                && memo.request_id == rid
+                && creds::same(token, &memo.token_used)
+            {
+                let (frames, truncated) =
+                    Self::replay(&st, memo.after_sequence, memo.next_sequence - 1);
+                return Ok(AttachOut {
+                    creds: memo.creds,
+                    cwd: self.cwd.clone(),
+                    frames,
+                    next_sequence: memo.next_sequence,
+                    status: Self::status_of(&st),
+                    truncated,
+                });
+            }
+            if !creds::same(token, &st.creds.reconnect_token) {
+                return Err(no_access(&self.id, "reconnect_token"));
+            }
+            let used = st.creds.reconnect_token.clone();
+            let out = self.attach_locked(&mut st, target, after, cols, rows)?;
+            st.memo = request_id.map(|rid| AttachMemo {
+                request_id: rid.to_string(),
+                token_used: used,
+                creds: out.creds.clone(),
+                after_sequence: after,
+                next_sequence: out.next_sequence,
+            });
+            out
+        };
+        self.bump();
+        Ok(out)
+    }
+
+    /// `shell::pty::adopt`: only an unattached session, only from its own
+    /// console page.
+    pub fn adopt(
+        &self,
+        target: super::target::Target,
+        after: u64,
+        cols: u16,
+        rows: u16,
+    ) -> Result<AttachOut, Failure> {
+        let out = {
+            let mut st = self.st();
+            if st.ui.as_deref() != Some(target.ui.as_str()) {
+                return Err(Failure::new(
+                    Class::NotFound,
+                    format!(
+                        "no session {} belongs to console page {}; a page adopts only its own \
+                         sessions (shell::pty::sessions reports each session's `ui`)",
+                        quote(&self.id),
+                        quote(&target.ui)
+                    ),
+                ));
+            }
+            if let Some(t) = &st.target {
+                return Err(Failure::bad_input(format!(
+                    "session {} is attached (output goes to {}); a watched terminal is never \
+                     taken — its holder detaches it (shell::pty::detach) or attaches with its \
+                     reconnect token",
+                    quote(&self.id),
+                    quote(&t.function_id)
+                )));
+            }
+            let out = self.attach_locked(&mut st, target, after, cols, rows)?;
+            // an in-flight retry of an older attach cannot resurrect it
+            st.memo = None;
+            out
+        };
+        self.bump();
+        Ok(out)
+    }
+
+    /// `shell::pty::detach`: stop delivering, keep the session. Returns
+    /// once a delivery in flight finished (at most [`DETACH_WAIT`]), so no
+    /// frame lands after it.
+    pub async fn detach(&self) -> Status {
+        let status = {
+            let mut st = self.st();
+            st.target = None;
+            Self::status_of(&st)
+        };
+        self.bump();
+        let _ = tokio::time::timeout(DETACH_WAIT, self.in_flight.lock()).await;
+        status
+    }
+
+    /// Write input to the program; how many bytes it took (fewer when it
+    /// stopped reading for [`WRITE_WAIT`]).
+    pub async fn write(&self, data: &[u8]) -> Result<usize, Failure> {
+        if let Status::Exited(_) = self.status() {
+            return Err(Failure::bad_input(format!(
+                "session {} has exited; its output stays attachable until shell::pty::close",
+                quote(&self.id)
+            )));
+        }
+        let _gate = self.write_gate.lock().await;
+        let deadline = Instant::now() + WRITE_WAIT;
+        let mut off = 0;
+        while off < data.len() {
+            let Ok(ready) = tokio::time::timeout_at(deadline, self.master.writable()).await else {
+                break;
+            };
+            let mut guard =
+                ready.map_err(|e| Failure::io(format!("cannot write to the terminal: {e}")))?;
+            match guard.try_io(|fd| {
+                nix::unistd::write(fd.get_ref(), &data[off..]).map_err(std::io::Error::from)
+            }) {
+                Ok(Ok(n)) => off += n,
+                Ok(Err(e)) if off == 0 => {
+                    return Err(Failure::io(format!(
+                        "cannot write to session {}: {e}",
+                        quote(&self.id)
+                    )));
+                }
+                Ok(Err(_)) => break,
+                Err(_would_block) => continue,
+            }
+        }
+        Ok(off)
+    }
+
+    /// Output after `after` (raw), waiting up to `wait` until `done`
+    /// accepts what arrived. Returns it with whether `done` accepted it and
+    /// whether the wait ran out (neither: the session exited first).
+    pub async fn read(
+        &self,
+        after: u64,
+        wait: Duration,
+        done: impl Fn(&[u8]) -> bool,
+    ) -> (ReadOut, bool, bool) {
+        let deadline = Instant::now() + wait;
+        let mut rx = self.changed.subscribe();
+        loop {
+            rx.borrow_and_update();
+            let out = {
+                let st = self.st();
+                let replay = st.ring.after(after);
+                let mut raw = Vec::new();
+                for f in &replay.frames {
+                    raw.extend_from_slice(&f.data);
+                }
+                ReadOut {
+                    raw,
+                    next_sequence: st.ring.last_seq() + 1,
+                    truncated: replay.truncated,
+                    status: Self::status_of(&st),
+                }
+            };
+            if done(&out.raw) {
+                return (out, true, false);
+            }
+            if matches!(out.status, Status::Exited(_)) {
+                return (out, false, false);
+            }
+            if tokio::time::timeout_at(deadline, rx.changed())
+                .await
+                .is_err()
+            {
+                return (out, false, true);
+            }
+        }
+    }
+
+    pub fn render(&self) -> (Rendered, u64) {
+        let st = self.st();
+        (st.screen.render(), st.ring.last_seq())
+    }
+
+    /// End the session's processes: HUP, TERM, then KILL to its group and
+    /// every descendant; returns once the program was reaped.
+    pub async fn terminate(&self) {
+        let mut exit = self.exit.clone();
+        if exit.borrow().is_none() {
+            end_tree(&self.tree, Some((exit.clone(), self.pid as i32))).await;
+        }
+        // reaped (the waiter is the one reaping)
+        let _ = tokio::time::timeout(Duration::from_secs(5), exit.wait_for(|e| e.is_some())).await;
+        for t in self.lock_tasks().drain(..) {
+            t.abort();
+        }
+    }
+}
+
+/// HUP, TERM, then KILL the leader's group (while the leader is unreaped)
+/// and every member of the tree, each stage until none is left or its
+/// grace ran out. Never the worker's own group.
+async fn end_tree(tree: &Arc<Tree>, leader: Option<(watch::Receiver<Option<End>>, i32)>) {
+    let own_group = nix::unistd::getpgrp().as_raw();
+    let leader_alive = || leader.as_ref().is_some_and(|(e, _)| e.borrow().is_none());
+    for (signal, grace) in [
+        (Signal::SIGHUP, Duration::from_millis(300)),
+        (Signal::SIGTERM, Duration::from_millis(1000)),
+        (Signal::SIGKILL, Duration::from_millis(1000)),
+    ] {
+        if let Some((_, pid)) = &leader
+            && leader_alive()
+            && *pid > 1
+            && *pid != own_group
+        {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(*pid), signal);
+        }
+        let t = tree.clone();
+        let _ = tokio::task::spawn_blocking(move || t.signal(signal)).await;
+        let deadline = Instant::now() + grace;
+        loop {
+            if !leader_alive() {
+                let t = tree.clone();
+                let left = tokio::task::spawn_blocking(move || t.members().len())
+                    .await
+                    .unwrap_or(0);
+                if left == 0 {
+                    return;
+                }
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// The event a console page consumes, for one frame.
+pub fn event(session_id: &str, f: &Frame) -> Value {
+    let data =
+        (!f.data.is_empty()).then(|| base64::engine::general_purpose::STANDARD.encode(&f.data));
+    let end = f.end.clone().unwrap_or_default();
+    json!({
+        "session_id": session_id,
+        "sequence": f.seq,
+        "data": data,
+        "eof": f.end.is_some(),
+        "exit_code": end.exit_code,
+        "signal": end.signal,
+        "error": end.error,
+    })
+}
+
+async fn read_loop(s: Arc<Session>) {
+    let mut rx = s.changed.subscribe();
+    let mut exit = s.exit.clone();
+    let mut buf: Vec<u8> = Vec::with_capacity(FRAME_MAX);
+    let mut eagain = false;
+    let mut eof = false;
+    let mut frame_started: Option<Instant> = None;
+    let mut last_seal = Instant::now() - Duration::from_secs(1);
+    let mut drain_until: Option<Instant> = None;
+    loop {
+        let (room, idle) = s.flow();
+        if !buf.is_empty() && (room || eof) {
+            let started = frame_started.unwrap_or_else(Instant::now);
+            // Nothing in flight, or a quiet spell before: send at once
+            // (keystroke echo). Otherwise a burst fills the frame a while.
+            let quiet = idle || last_seal.elapsed() >= LINGER;
+            let due =
+                eof || buf.len() >= FRAME_MAX || (eagain && (quiet || started.elapsed() >= LINGER));
+            if due {
+                let n = if eof || started.elapsed() >= HOLD_MAX {
+                    buf.len()
+                } else {
+                    utf8::sendable(&buf)
+                };
+                if n > 0 {
+                    let frame: Vec<u8> = buf.drain(..n).collect();
+                    s.push(frame, None);
+                    last_seal = Instant::now();
+                    frame_started = (!buf.is_empty()).then(Instant::now);
+                    continue;
+                }
+            }
+        }
+        if eof && buf.is_empty() {
+            break;
+        }
+        let can_read = !eof && buf.len() < FRAME_MAX;
+        let linger_at = frame_started
+            .map(|t| t + LINGER)
+            .unwrap_or_else(Instant::now);
+        let hold_at = frame_started
+            .map(|t| t + HOLD_MAX)
+            .unwrap_or_else(Instant::now);
+        let wake_at = if utf8::sendable(&buf) == 0 {
+            hold_at
+        } else {
+            linger_at
+        };
+        tokio::select! {
+            ready = s.master.readable(), if can_read => {
+                let mut guard = match ready {
+                    Ok(g) => g,
+                    Err(_) => { eof = true; continue; }
+                };
+                let len = buf.len();
+                buf.resize(FRAME_MAX, 0);
+                let res = guard.try_io(|fd| {
+                    nix::unistd::read(fd.get_ref(), &mut buf[len..]).map_err(std::io::Error::from)
+                });
+                match res {
+                    Ok(Ok(0)) => { buf.truncate(len); eof = true; }
+                    Ok(Ok(n)) => {
+                        buf.truncate(len + n);
+                        eagain = false;
+                        frame_started.get_or_insert_with(Instant::now);
+                    }
+                    // EIO: every holder of the slave side is gone
+                    Ok(Err(_)) => { buf.truncate(len); eof = true; }
+                    Err(_would_block) => { buf.truncate(len); eagain = true; }
+                }
+            }
+            r = rx.changed() => { if r.is_err() { return; } }
+            _ = tokio::time::sleep_until(wake_at), if !buf.is_empty() && eagain && room => {}
+            r = exit.changed(), if drain_until.is_none() => {
+                if r.is_err() || exit.borrow().is_some() {
+                    drain_until = Some(Instant::now() + EXIT_DRAIN);
+                }
+            }
+            _ = tokio::time::sleep_until(drain_until.unwrap_or_else(Instant::now)), if drain_until.is_some() => {
+                eof = true;
+            }
+        }
+    }
+    // The last frame carries the exit, once the program was reaped.
+    let end = match exit.wait_for(|e| e.is_some()).await {
+        Ok(e) => e.clone().unwrap_or_default(),
+        Err(_) => End {
+            error: Some("the session's program was lost".into()),
+            ..End::default()
+        },
+    };
+    s.push(Vec::new(), Some(end));
+}
+
+async fn deliver_loop(weak: std::sync::Weak<Session>) {
+    let Some(mut rx) = weak.upgrade().map(|s| s.changed.subscribe()) else {
+        return;
+    };
+    loop {
+        let Some(s) = weak.upgrade() else { return };
+        let Some(outbound) = s.outbound.clone() else {
+            return;
+        };
+        rx.borrow_and_update();
+        // Held across the call: detach waits for it, so nothing lands
+        // after detach returned.
+        let in_flight = s.in_flight.clone().lock_owned().await;
+        let job = {
+            let st = s.st();
+            match &st.target {
+                Some(t) if st.delivered < st.ring.last_seq() => {
+                    let next = st.delivered + 1;
+                    let frame = st
+                        .ring
+                        .get(next)
+                        .or_else(|| st.ring.first_seq().and_then(|f| st.ring.get(f)))
+                        .cloned();
+                    frame.map(|f| (t.clone(), f))
+                }
+                _ => None,
+            }
+        };
+        let Some((target, frame)) = job else {
+            drop(in_flight);
+            drop(s);
+            if rx.changed().await.is_err() {
+                return;
+            }
+            continue;
+        };
+        let payload = event(&s.id, &frame);
+        let result = outbound
+            .call(&target.function_id, payload, Some(DELIVERY_TIMEOUT_MS))
+            .await;
+        let mut backoff = None;
+        {
+            let mut st = s.st();
+            if st.target.as_ref().map(|t| t.epoch) == Some(target.epoch) {
+                match result {
+                    Ok(_) => {
+                        st.delivered = frame.seq;
+                        st.failures = 0;
+                    }
+                    Err(e) => {
+                        st.failures += 1;
+                        let gone = e.code == "function_not_found";
+                        if gone || st.failures >= MAX_FAILURES {
+                            tracing::info!(
+                                session = %s.id,
+                                target = %target.function_id,
+                                code = %e.code,
+                                failures = st.failures,
+                                "pty output target gone; session detached"
+                            );
+                            st.target = None;
+                        } else {
+                            tracing::debug!(session = %s.id, code = %e.code, "pty delivery failed; retrying");
+                            backoff = Some(Duration::from_millis(50 << st.failures.min(5)));
+                        }
+                    }
+                }
+            }
+        }
+        drop(in_flight);
+        s.bump();
+        drop(s);
+        if let Some(b) = backoff {
+            tokio::time::sleep(b).await;
+        }
+    }
+}
+
+/// A remembered open: (output target, session id, credentials handed out).
+pub type OpenMemo = (Option<String>, String, Credentials);
+
+/// Every session of this worker.
+#[derive(Default)]
+pub struct Sessions {
+    map: Mutex<HashMap<String, Arc<Session>>>,
+    /// Opens run one at a time: the cap and `request_id` are checked atomically.
+    pub(super) open_gate: tokio::sync::Mutex<()>,
+    /// `request_id` → (target, session id, credentials handed out).
+    pub(super) opens: Mutex<HashMap<String, OpenMemo>>,
+    sweeper: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Sessions {
+    pub fn new() -> Sessions {
+        Sessions::default()
+    }
+
+    fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn opens(&self) -> MutexGuard<'_, HashMap<String, OpenMemo>> {
+        self.opens.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn get(&self, id: &str) -> Result<Arc<Session>, Failure> {
+        self.map()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| no_access(id, "credential"))
+    }
+
+    /// Look up `id` and check its access key.
+    pub fn with_key(&self, id: &str, key: &str) -> Result<Arc<Session>, Failure> {
+        let s = self.map().get(id).cloned();
+        match s {
+            Some(s) => {
+                s.check_key(key)?;
+                Ok(s)
+            }
+            None => Err(no_access(id, "access_key")),
+        }
+    }
+
+    pub fn insert(&self, s: Arc<Session>) {
+        self.map().insert(s.id.clone(), s);
+    }
+
+    pub fn len(&self) -> usize {
+        self.map().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map().is_empty()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        let mut all: Vec<Arc<Session>> = self.map().values().cloned().collect();
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        all
+    }
+
+    /// Make room for one more under `max`: drop the oldest exited session
+    /// if that is what it takes.
+    pub async fn make_room(&self, max: usize) -> Result<(), Failure> {
+        if self.len() < max {
+            return Ok(());
+        }
+        let oldest = self
+            .all()
+            .into_iter()
+            .filter_map(|s| s.ended_at().map(|t| (t, s)))
+            .min_by_key(|(t, _)| *t);
+        if let Some((_, s)) = oldest {
+            self.close(&s.id).await;
+            if self.len() < max {
+                return Ok(());
+            }
+        }
+        Err(Failure::new(
+            Class::TooLarge,
+            format!(
+                "{} terminal sessions are open, the most pty.max_sessions ({max}) allows; close \
+                 one (shell::pty::sessions lists them, shell::pty::close ends one) or raise \
+                 pty.max_sessions",
+                self.len()
+            ),
+        ))
+    }
+
+    /// Terminate and forget one session.
+    pub async fn close(&self, id: &str) -> bool {
+        let Some(s) = self.map().get(id).cloned() else {
+            return false;
+        };
+        s.terminate().await;
+        self.map().remove(id);
+        self.opens().retain(|_, (_, sid, _)| sid != id);
+        true
+    }
+
+    /// Drop exited sessions kept longer than `retention` (0: keep).
+    pub async fn sweep(&self, retention: Duration) {
+        if retention.is_zero() {
+            return;
+        }
+        let old: Vec<String> = self
+            .all()
+            .into_iter()
+            .filter(|s| s.ended_at().is_some_and(|t| t.elapsed() >= retention))
+            .map(|s| s.id.clone())
+            .collect();
+        for id in old {
+            self.close(&id).await;
+        }
+    }
+
+    /// Start the retention sweeper once.
+    pub fn ensure_sweeper(self: &Arc<Self>, live: Arc<crate::runtime::LiveRuntime>) {
+        let mut slot = self.sweeper.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_some() {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        *slot = Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                let Some(me) = weak.upgrade() else { return };
+                let secs = live.snapshot().config.pty.exited_retention_secs;
+                me.sweep(Duration::from_secs(secs)).await;
+            }
+        }));
+    }
+
+    /// Worker shutdown: every session's processes ended and reaped.
+    pub async fn shutdown(&self) {
+        let all = self.all();
+        futures_util::future::join_all(all.iter().map(|s| s.terminate())).await;
+        self.map().clear();
+        self.opens().clear();
+        if let Some(t) = self
+            .sweeper
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            t.abort();
+        }
+    }
+}

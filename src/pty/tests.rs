@@ -1,0 +1,874 @@
+//! In-process tests of the `shell::pty::*` functions, with a fake engine
+//! standing in for the console's output handler.
+
+use crate::catalog::{Catalog, Outbound, Services};
+use crate::config::Config;
+use crate::error::WireError;
+use crate::runtime::{LiveRuntime, Runtime};
+use base64::Engine as _;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+const TARGET: &str = "iii::ide-ui::pty-output::console-tab1";
+const WAIT: Duration = Duration::from_secs(10);
+
+/// The console's output handler: records every frame, optionally slowly.
+struct FakeConsole {
+    tx: mpsc::UnboundedSender<(String, Value)>,
+    delay_ms: AtomicU64,
+    missing: std::sync::Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl Outbound for FakeConsole {
+    async fn call(&self, id: &str, payload: Value, _t: Option<u64>) -> Result<Value, WireError> {
+        if self.missing.lock().unwrap().iter().any(|m| m == id) {
+            return Err(WireError {
+                code: "function_not_found".into(),
+                message: format!("Function {id} not found"),
+            });
+        }
+        let d = self.delay_ms.load(Ordering::SeqCst);
+        if d > 0 {
+            tokio::time::sleep(Duration::from_millis(d)).await;
+        }
+        let _ = self.tx.send((id.to_string(), payload));
+        Ok(json!({}))
+    }
+    fn fire(&self, _: &crate::catalog::Binding, _: Value) {}
+}
+
+struct World {
+    services: Arc<Services>,
+    console: Arc<FakeConsole>,
+    frames: mpsc::UnboundedReceiver<(String, Value)>,
+    catalog: Catalog,
+    dir: tempfile::TempDir,
+}
+
+fn world_with(configure: impl FnOnce(&mut Config)) -> World {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut cfg = Config::zero_config();
+    cfg.working_dir = Some(dir.path().to_path_buf());
+    configure(&mut cfg);
+    let (tx, frames) = mpsc::unbounded_channel();
+    let console = Arc::new(FakeConsole {
+        tx,
+        delay_ms: AtomicU64::new(0),
+        missing: Default::default(),
+    });
+    let outbound: Arc<dyn Outbound> = console.clone();
+    let services = Arc::new(Services {
+        live: Arc::new(LiveRuntime::new(Runtime::build(cfg).unwrap())),
+        config_source: None,
+        outbound: Some(outbound.clone()),
+        jobs: Arc::new(crate::exec::jobs::JobTable::new(Some(outbound))),
+        pty: Arc::new(super::Sessions::new()),
+    });
+    World {
+        services,
+        console,
+        frames,
+        catalog: Catalog::standard(),
+        dir,
+    }
+}
+
+fn world() -> World {
+    world_with(|_| {})
+}
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+fn unb64(v: &Value) -> Vec<u8> {
+    v.as_str()
+        .map(|s| base64::engine::general_purpose::STANDARD.decode(s).unwrap())
+        .unwrap_or_default()
+}
+
+fn alive(pid: u64) -> bool {
+    crate::exec::tree::stat(pid as i32).is_some_and(|s| s.live())
+}
+
+impl World {
+    async fn call(&self, id: &str, payload: Value) -> Result<Value, WireError> {
+        self.catalog.call(&self.services, id, payload).await
+    }
+
+    async fn ok(&self, id: &str, payload: Value) -> Value {
+        self.call(id, payload.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{id} {payload}: {e}"))
+    }
+
+    async fn open_program(&self, program: &str, args: &[&str]) -> Value {
+        self.ok(
+            "shell::pty::open",
+            json!({"cwd": self.dir.path(), "cols": 80, "rows": 24,
+                   "output_function_id": TARGET, "program": program, "args": args}),
+        )
+        .await
+    }
+
+    /// Frames delivered until `pred` holds on the text so far.
+    async fn until_output(&mut self, pred: impl Fn(&str) -> bool) -> (String, Vec<Value>) {
+        let mut text = Vec::new();
+        let mut events = Vec::new();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let s = String::from_utf8_lossy(&text).into_owned();
+            if pred(&s) {
+                return (s, events);
+            }
+            let (_, ev) = tokio::time::timeout_at(deadline, self.frames.recv())
+                .await
+                .unwrap_or_else(|_| panic!("output never matched; got {s:?}"))
+                .unwrap();
+            text.extend(unb64(&ev["data"]));
+            events.push(ev);
+        }
+    }
+}
+
+impl World {
+    /// Every frame delivered until (and with) the eof frame.
+    async fn eof_events(&mut self) -> Vec<Value> {
+        let mut events = Vec::new();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let (_, ev) = tokio::time::timeout_at(deadline, self.frames.recv())
+                .await
+                .expect("an eof frame")
+                .unwrap();
+            let eof = ev["eof"] == json!(true);
+            events.push(ev);
+            if eof {
+                return events;
+            }
+        }
+    }
+}
+
+/// Numbers compare by value; every other difference is reported.
+fn same(a: &Value, b: &Value, at: &str, diffs: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys()) {
+                match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => same(p, q, &format!("{at}/{k}"), diffs),
+                    _ => diffs.push(format!("{at}/{k} present on one side only")),
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                same(p, q, &format!("{at}[{i}]"), diffs);
+            }
+        }
+        (Value::Number(x), Value::Number(y)) if x.as_f64() == y.as_f64() => {}
+        _ if a == b => {}
+        _ => diffs.push(format!("{at}: {a} != {b}")),
+    }
+}
+
+#[test]
+fn the_eight_console_functions_match_the_published_contract() {
+    let contract: Value =
+        serde_json::from_str(include_str!("../../tests/fixtures/contract-shell-pty.json")).unwrap();
+    let catalog = Catalog::standard();
+    let published = contract["functions"].as_array().unwrap();
+    assert_eq!(published.len(), 8);
+    let mut diffs = Vec::new();
+    for want in published {
+        let id = want["name"].as_str().unwrap();
+        let got = catalog.get(id).unwrap_or_else(|| panic!("{id} missing"));
+        let got = json!({
+            "description": got.description, "metadata": got.metadata,
+            "request_schema": got.request_schema, "response_schema": got.response_schema,
+        });
+        for part in [
+            "description",
+            "metadata",
+            "request_schema",
+            "response_schema",
+        ] {
+            same(&got[part], &want[part], &format!("{id} {part}"), &mut diffs);
+        }
+    }
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+    for id in ["start", "send", "read", "screen"] {
+        let d = catalog.get(&format!("shell::pty::{id}")).unwrap();
+        assert_eq!(d.metadata, json!({}), "agent functions are not internal");
+    }
+}
+
+#[tokio::test]
+async fn a_shell_echoes_and_frames_are_numbered_from_one() {
+    let mut w = world();
+    let o = w.open_program("/bin/sh", &[]).await;
+    assert!(o.get("program").is_some());
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("echo hi-$((40+2))\r")}),
+    )
+    .await;
+    let (_, events) = w.until_output(|t| t.contains("hi-42")).await;
+    for (i, ev) in events.iter().enumerate() {
+        assert_eq!(ev["sequence"], json!(i as u64 + 1), "{ev}");
+        assert_eq!(ev["session_id"], id);
+        assert_eq!(ev["eof"], json!(false));
+    }
+    let list = w.ok("shell::pty::sessions", json!({})).await;
+    let mine = &list["sessions"][0];
+    assert_eq!(mine["ui"], "ide");
+    assert_eq!(mine["status"], "attached");
+    assert_eq!(mine["output_function_id"], TARGET);
+    let shown = list.to_string();
+    assert!(!shown.contains(key.as_str().unwrap()));
+    assert!(!shown.contains(o["reconnect_token"].as_str().unwrap()));
+    w.services.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_login_shell_is_the_default() {
+    let w = world();
+    let o = w
+        .ok(
+            "shell::pty::open",
+            json!({"cwd": w.dir.path(), "cols": 80, "rows": 24, "output_function_id": TARGET}),
+        )
+        .await;
+    assert!(o.get("program").is_none(), "{o}");
+    let pid = o["pid"].as_u64().unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert_eq!(cmdline.first(), Some(&b'-'), "argv[0] marks a login shell");
+    w.services.shutdown().await;
+    assert!(!alive(pid));
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_with_its_code() {
+    let w = world();
+    let file = w.dir.path().join("f");
+    std::fs::write(&file, "x").unwrap();
+    let base = json!({"cwd": w.dir.path(), "cols": 80, "rows": 24, "output_function_id": TARGET});
+    let with = |k: &str, v: Value| {
+        let mut p = base.clone();
+        p[k] = v;
+        p
+    };
+    for (payload, code, needle) in [
+        (
+            with("output_function_id", json!("shell::exec")),
+            "S210",
+            "pty-output",
+        ),
+        (with("cols", json!(0)), "S210", "out of range"),
+        (with("rows", json!(9999)), "S210", "out of range"),
+        (with("env", json!({"PATH": "/tmp"})), "S210", "PATH"),
+        (with("env", json!({"LD_PRELOAD": "x"})), "S210", "LD_"),
+        (
+            with("env", json!({"PATH=/tmp/evil": "x"})),
+            "S210",
+            "not a valid variable name",
+        ),
+        (with("cwd", json!(w.dir.path().join("missing"))), "S211", ""),
+        (with("cwd", json!(file)), "S212", "not a directory"),
+        (
+            with("program", json!("no-such-program-xyz")),
+            "S211",
+            "PATH",
+        ),
+    ] {
+        let err = w
+            .call("shell::pty::open", payload.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, code, "{payload}: {}", err.message);
+        assert!(err.message.contains(needle), "{}", err.message);
+    }
+    assert!(w.services.pty.is_empty());
+}
+
+#[tokio::test]
+async fn a_jailed_cwd_must_be_inside_a_root() {
+    let root = tempfile::TempDir::new().unwrap();
+    let root_path = std::fs::canonicalize(root.path()).unwrap();
+    let w = world_with(|c| {
+        c.fs.host_roots = vec![root_path.clone()];
+        c.fs.allow_unjailed = false;
+        c.working_dir = Some(root_path.clone());
+    });
+    let err = w
+        .call(
+            "shell::pty::open",
+            json!({"cwd": "/", "cols": 80, "rows": 24, "output_function_id": TARGET, "program": "/bin/sh"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S215", "{}", err.message);
+}
+
+#[tokio::test]
+async fn credentials_rotate_on_attach_and_a_retry_gets_the_same_answer() {
+    let mut w = world();
+    let o = w.open_program("/bin/sh", &[]).await;
+    let id = o["session_id"].clone();
+    let attach = |token: &Value, rid: &str| {
+        json!({"session_id": id, "reconnect_token": token, "after_sequence": 0, "cols": 80,
+               "rows": 24, "output_function_id": "iii::ide-ui::pty-output::console-tab2",
+               "request_id": rid})
+    };
+    let a = w
+        .ok("shell::pty::attach", attach(&o["reconnect_token"], "r1"))
+        .await;
+    assert_ne!(a["access_key"], o["access_key"]);
+    assert_ne!(a["reconnect_token"], o["reconnect_token"]);
+    // a retry of the same attach gets the same answer, not a lock-out
+    let again = w
+        .ok("shell::pty::attach", attach(&o["reconnect_token"], "r1"))
+        .await;
+    assert_eq!(again["access_key"], a["access_key"]);
+    assert_eq!(again["reconnect_token"], a["reconnect_token"]);
+    // the old token with another request id is locked out
+    let err = w
+        .call("shell::pty::attach", attach(&o["reconnect_token"], "r2"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S211");
+    // the old access key is locked out, the new one works
+    let write =
+        |key: &Value| json!({"session_id": id, "access_key": key, "data": b64("echo rot\r")});
+    let err = w
+        .call("shell::pty::write", write(&o["access_key"]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S211");
+    assert!(!err.message.contains(o["access_key"].as_str().unwrap()));
+    w.ok("shell::pty::write", write(&a["access_key"])).await;
+    w.until_output(|t| t.contains("rot")).await;
+    // a retried open with the same request_id is the same session
+    let p = json!({"cwd": w.dir.path(), "cols": 80, "rows": 24, "output_function_id": TARGET,
+                   "program": "/bin/sh", "request_id": "open-1"});
+    let first = w.ok("shell::pty::open", p.clone()).await;
+    let second = w.ok("shell::pty::open", p).await;
+    assert_eq!(first["session_id"], second["session_id"]);
+    assert_eq!(first["access_key"], second["access_key"]);
+    assert_eq!(w.services.pty.len(), 2);
+    w.services.shutdown().await;
+}
+
+#[tokio::test]
+async fn detach_then_attach_continues_exactly() {
+    let mut w = world();
+    let o = w.open_program("/bin/sh", &[]).await;
+    let id = o["session_id"].clone();
+    let key = o["access_key"].clone();
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("echo one\r")}),
+    )
+    .await;
+    let (_, events) = w.until_output(|t| t.contains("one\r\n")).await;
+    let mut seen = events.last().unwrap()["sequence"].as_u64().unwrap();
+    let d = w
+        .ok(
+            "shell::pty::detach",
+            json!({"session_id": id, "access_key": key}),
+        )
+        .await;
+    assert_eq!(d["status"], "detached");
+    // detach returned after any delivery in flight: drain what arrived
+    while let Ok((_, ev)) = w.frames.try_recv() {
+        seen += 1;
+        assert_eq!(ev["sequence"], json!(seen));
+    }
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("echo two\r")}),
+    )
+    .await;
+    // wait until the session produced it (no delivery while detached)
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let list = w.ok("shell::pty::sessions", json!({})).await;
+        let s = &list["sessions"][0];
+        assert_eq!(s["output_function_id"], Value::Null);
+        assert_eq!(s["ui"], "ide");
+        let (_, r) = (0, w.services.pty.get(id.as_str().unwrap()).unwrap());
+        let (out, _, _) = r.read(seen, Duration::ZERO, |_| true).await;
+        if String::from_utf8_lossy(&out.raw).contains("two\r\n") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        w.frames.try_recv().is_err(),
+        "nothing is delivered while detached"
+    );
+    let a = w
+        .ok(
+            "shell::pty::attach",
+            json!({"session_id": id, "reconnect_token": o["reconnect_token"], "after_sequence": seen,
+                   "cols": 80, "rows": 24, "output_function_id": TARGET}),
+        )
+        .await;
+    assert_eq!(a["truncated"], false);
+    let frames = a["frames"].as_array().unwrap();
+    assert_eq!(frames[0]["sequence"].as_u64().unwrap(), seen + 1);
+    let mut replay = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        assert_eq!(f["sequence"].as_u64().unwrap(), seen + 1 + i as u64);
+        replay.extend(unb64(&f["data"]));
+    }
+    assert!(String::from_utf8_lossy(&replay).contains("two"));
+    assert_eq!(
+        a["next_sequence"].as_u64().unwrap(),
+        frames.last().unwrap()["sequence"].as_u64().unwrap() + 1
+    );
+    // live frames continue right after the replay
+    let key = a["access_key"].clone();
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("echo three\r")}),
+    )
+    .await;
+    let (_, live) = w.until_output(|t| t.contains("three\r\n")).await;
+    assert_eq!(live[0]["sequence"], a["next_sequence"]);
+    w.services.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_lost_ring_replays_as_a_redraw_of_the_screen() {
+    let w = world_with(|c| c.pty.ring_bytes = super::MIN_RING_BYTES);
+    let o = w
+        .ok(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "/bin/sh",
+                   "args": ["-c", "printf '\\033]2;T1\\007\\033[?2004h'; seq 1 200000; printf 'tail-marker'; sleep 30"]}),
+        )
+        .await;
+    let id = o["session_id"].as_str().unwrap().to_string();
+    let key = o["access_key"].clone();
+    let r = w
+        .ok(
+            "shell::pty::read",
+            json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "tail-marker"}),
+        )
+        .await;
+    assert_eq!(r["truncated"], true, "the ring overflowed");
+    assert_eq!(r["matched"], true);
+    let a = w
+        .ok(
+            "shell::pty::attach",
+            json!({"session_id": id, "reconnect_token": o["reconnect_token"], "after_sequence": 0,
+                   "cols": 120, "rows": 40, "output_function_id": TARGET}),
+        )
+        .await;
+    assert_eq!(a["truncated"], true);
+    let frames = a["frames"].as_array().unwrap();
+    assert_eq!(frames.len(), 1, "one synthesized frame");
+    assert_eq!(
+        frames[0]["sequence"].as_u64().unwrap() + 1,
+        a["next_sequence"].as_u64().unwrap()
+    );
+    let mut fresh = super::screen::Screen::new(120, 40);
+    fresh.process(&unb64(&frames[0]["data"]));
+    let (want, _) = w.services.pty.get(&id).unwrap().render();
+    assert_eq!(fresh.render(), want);
+    assert_eq!(want.title, "T1");
+    assert!(want.rows.iter().any(|r| r.contains("tail-marker")));
+    let list = w.ok("shell::pty::sessions", json!({})).await;
+    let s = &list["sessions"][0];
+    assert!(s["frame_bytes"].as_u64().unwrap() <= super::MIN_RING_BYTES);
+    assert_eq!(s["truncated"], true);
+    w.services.shutdown().await;
+}
+
+#[tokio::test]
+async fn adopt_refuses_attached_and_foreign_sessions_and_rotates() {
+    let w = world();
+    let o = w.open_program("/bin/sh", &[]).await;
+    let id = o["session_id"].clone();
+    let adopt = |target: &str| json!({"session_id": id, "output_function_id": target, "cols": 80, "rows": 24});
+    let err = w
+        .call(
+            "shell::pty::adopt",
+            adopt("iii::ide-ui::pty-output::console-new"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S210");
+    assert!(err.message.contains("attached"), "{}", err.message);
+    w.ok(
+        "shell::pty::detach",
+        json!({"session_id": id, "access_key": o["access_key"]}),
+    )
+    .await;
+    let err = w
+        .call(
+            "shell::pty::adopt",
+            adopt("iii::claude-ui::pty-output::console-new"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S211");
+    assert!(err.message.contains("claude"), "{}", err.message);
+    let a = w
+        .ok(
+            "shell::pty::adopt",
+            adopt("iii::ide-ui::pty-output::console-new"),
+        )
+        .await;
+    assert_ne!(a["access_key"], o["access_key"]);
+    assert_eq!(a["status"], "attached");
+    // what the previous owner held no longer works
+    let err = w
+        .call(
+            "shell::pty::detach",
+            json!({"session_id": id, "access_key": o["access_key"]}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S211");
+    let err = w
+        .call(
+            "shell::pty::attach",
+            json!({"session_id": id, "reconnect_token": o["reconnect_token"], "after_sequence": 0,
+                   "cols": 80, "rows": 24, "output_function_id": TARGET}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S211");
+    w.ok(
+        "shell::pty::close",
+        json!({"session_id": id, "access_key": a["access_key"]}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn exit_codes_and_signals_end_with_an_eof_frame() {
+    let mut w = world();
+    w.open_program("/bin/sh", &["-c", "echo bye; exit 7"]).await;
+    let events = w.eof_events().await;
+    let last = events.last().unwrap();
+    assert_eq!(last["eof"], true);
+    assert_eq!(last["exit_code"], 7);
+    let list = w.ok("shell::pty::sessions", json!({})).await;
+    assert_eq!(
+        list["sessions"][0]["status"],
+        json!({"exited": {"exit_code": 7, "signal": null, "error": null}})
+    );
+    let o = w.open_program("/bin/sh", &["-c", "kill -TERM $$"]).await;
+    let events = w.eof_events().await;
+    let last = events.last().unwrap();
+    assert_eq!(last["signal"], "SIGTERM", "{last}");
+    assert_eq!(last["session_id"], o["session_id"]);
+    w.services.shutdown().await;
+}
+
+#[tokio::test]
+async fn close_and_shutdown_leave_no_process() {
+    let w = world();
+    // a shell with a background job that ignores HUP and TERM
+    let o = w
+        .open_program(
+            "/bin/sh",
+            &[
+                "-c",
+                "trap '' HUP TERM; (trap '' HUP TERM; sleep 300) & sleep 300",
+            ],
+        )
+        .await;
+    let pid = o["pid"].as_u64().unwrap();
+    let s = w
+        .services
+        .pty
+        .get(o["session_id"].as_str().unwrap())
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let kids = loop {
+        let t = s.summary();
+        let _ = t;
+        let kids: Vec<i32> = crate::exec::tree::scan()
+            .into_iter()
+            .filter(|p| p.ppid == pid as i32 && p.live())
+            .map(|p| p.pid)
+            .collect();
+        if !kids.is_empty() {
+            break kids;
+        }
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let c = w
+        .ok(
+            "shell::pty::close",
+            json!({"session_id": o["session_id"], "access_key": o["access_key"]}),
+        )
+        .await;
+    assert_eq!(c["closed"], true);
+    assert!(!alive(pid), "the shell is gone");
+    for k in kids {
+        assert!(!alive(k as u64), "its job {k} is gone");
+    }
+    assert!(w.services.pty.is_empty());
+    let err = w
+        .call(
+            "shell::pty::close",
+            json!({"session_id": o["session_id"], "access_key": o["access_key"]}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S211");
+    // shutdown ends every session
+    let a = w.open_program("/bin/sh", &[]).await["pid"]
+        .as_u64()
+        .unwrap();
+    let b = w.open_program("/bin/sh", &["-c", "sleep 300"]).await["pid"]
+        .as_u64()
+        .unwrap();
+    assert!(alive(a) && alive(b));
+    w.services.shutdown().await;
+    assert!(!alive(a) && !alive(b));
+}
+
+#[tokio::test]
+async fn the_session_cap_is_enforced_and_named() {
+    let w = world_with(|c| c.pty.max_sessions = 2);
+    w.open_program("/bin/sh", &[]).await;
+    let exited = w.open_program("/bin/sh", &["-c", "exit 0"]).await;
+    // an exited session makes room
+    let s = w
+        .services
+        .pty
+        .get(exited["session_id"].as_str().unwrap())
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !matches!(s.status(), super::session::Status::Exited(_)) {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    w.open_program("/bin/sh", &[]).await;
+    assert_eq!(w.services.pty.len(), 2);
+    let err = w
+        .call(
+            "shell::pty::open",
+            json!({"cwd": w.dir.path(), "cols": 80, "rows": 24, "output_function_id": TARGET}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S218");
+    assert!(
+        err.message.contains("pty.max_sessions (2)"),
+        "{}",
+        err.message
+    );
+    w.services.shutdown().await;
+}
+
+#[tokio::test]
+async fn resize_reaches_the_program() {
+    let mut w = world();
+    let o = w.open_program("/bin/sh", &[]).await;
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    let r = w
+        .ok(
+            "shell::pty::resize",
+            json!({"session_id": id, "access_key": key, "cols": 101, "rows": 33}),
+        )
+        .await;
+    assert_eq!(r, json!({"cols": 101, "rows": 33}));
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("stty size\r")}),
+    )
+    .await;
+    w.until_output(|t| t.contains("33 101")).await;
+    let err = w
+        .call(
+            "shell::pty::resize",
+            json!({"session_id": id, "access_key": key, "cols": 0, "rows": 33}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S210");
+    w.services.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_slow_console_bounds_delivery_and_ctrl_c_still_gets_through() {
+    let mut w = world();
+    w.console.delay_ms.store(100, Ordering::SeqCst);
+    let o = w.open_program("/bin/sh", &[]).await;
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("yes\r")}),
+    )
+    .await;
+    w.until_output(|t| t.contains("y\r\ny")).await;
+    let s = w.services.pty.get(id.as_str().unwrap()).unwrap();
+    // over a second of flooding, the session stays within the window
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let sum = s.summary();
+        let delivered_behind = sum.sequence;
+        assert!(
+            sum.frame_bytes
+                <= (super::session::WINDOW as usize + 8) * super::session::FRAME_MAX * 2,
+            "ring holds {} bytes",
+            sum.frame_bytes
+        );
+        let _ = delivered_behind;
+    }
+    let produced = s.summary().sequence;
+    assert!(
+        produced < 100,
+        "a slow consumer throttles production: {produced} frames"
+    );
+    w.console.delay_ms.store(0, Ordering::SeqCst);
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("\u{3}")}),
+    )
+    .await;
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("echo stopped-$((1+1))\r")}),
+    )
+    .await;
+    w.until_output(|t| t.contains("stopped-2")).await;
+    w.services.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_vanished_console_detaches_the_session() {
+    let w = world();
+    w.console.missing.lock().unwrap().push(TARGET.to_string());
+    let o = w.open_program("/bin/sh", &["-c", "echo x; sleep 30"]).await;
+    let s = w
+        .services
+        .pty
+        .get(o["session_id"].as_str().unwrap())
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while s.status() != super::session::Status::Detached {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(s.summary().ui.as_deref(), Some("ide"));
+    w.services.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_agent_answers_a_prompt_and_quits_less() {
+    let w = world();
+    let o = w
+        .ok(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "/bin/sh"}),
+        )
+        .await;
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    let read = |after: u64, until: &str| json!({"session_id": id, "access_key": key, "after_sequence": after, "wait_ms": 10000, "until": until});
+    w.ok(
+        "shell::pty::send",
+        json!({"session_id": id, "access_key": key,
+        "text": "read -p 'Your name? ' n; echo \"hello, $n\"", "keys": ["enter"]}),
+    )
+    .await;
+    let r = w.ok("shell::pty::read", read(0, "Your name\\? $")).await;
+    assert_eq!(r["matched"], true, "{r}");
+    let after = r["next_sequence"].as_u64().unwrap() - 1;
+    w.ok(
+        "shell::pty::send",
+        json!({"session_id": id, "access_key": key, "text": "Ada", "keys": ["enter"]}),
+    )
+    .await;
+    let r = w.ok("shell::pty::read", read(after, "hello, Ada")).await;
+    assert_eq!(r["matched"], true, "{r}");
+    assert!(!r["text"].as_str().unwrap().contains('\u{1b}'));
+    // less on the alternate screen, then quit it
+    let file = w.dir.path().join("notes.txt");
+    std::fs::write(
+        &file,
+        (1..200)
+            .map(|i| format!("note line {i}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    w.ok(
+        "shell::pty::send",
+        json!({"session_id": id, "access_key": key,
+        "text": format!("less {}", file.display()), "keys": ["enter"]}),
+    )
+    .await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let screen = loop {
+        let sc = w
+            .ok(
+                "shell::pty::screen",
+                json!({"session_id": id, "access_key": key}),
+            )
+            .await;
+        if sc["alternate_screen"] == true && sc["rows"].to_string().contains("note line 1") {
+            break sc;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "less never showed: {sc}"
+        );
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    };
+    assert_eq!(screen["height"], 40);
+    assert_eq!(screen["cols"], 120);
+    w.ok(
+        "shell::pty::send",
+        json!({"session_id": id, "access_key": key, "text": "q"}),
+    )
+    .await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let sc = w
+            .ok(
+                "shell::pty::screen",
+                json!({"session_id": id, "access_key": key}),
+            )
+            .await;
+        if sc["alternate_screen"] == false {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "less did not quit");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    let err = w
+        .call(
+            "shell::pty::send",
+            json!({"session_id": id, "access_key": key, "keys": ["hyper"]}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S210");
+    let err = w
+        .call(
+            "shell::pty::read",
+            json!({"session_id": id, "access_key": key, "until": "("}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S217");
+    w.ok(
+        "shell::pty::close",
+        json!({"session_id": id, "access_key": key}),
+    )
+    .await;
+}

@@ -1,0 +1,407 @@
+//! End to end: terminal sessions through the engine (the loopback stand-in,
+//! or a real iii engine with `IDE_TEST_ENGINE`), with a test worker acting
+//! as the console page's per-tab output handler.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use base64::Engine as _;
+use ide::config::Config;
+use iii_sdk::{Error as SdkError, IIIClient, RegisterFunction};
+use serde_json::{Value, json};
+use support::engine::{connect_worker, unique_name};
+use support::harness::Engine;
+use support::ide_process::IdeProcess;
+use tokio::sync::mpsc;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+struct World {
+    engine: Engine,
+    ide: IdeProcess,
+    dir: tempfile::TempDir,
+}
+
+fn seed(dir: &Path) -> Config {
+    let mut cfg = Config::zero_config();
+    cfg.working_dir = Some(dir.to_path_buf());
+    cfg
+}
+
+async fn start() -> World {
+    let dir = tempfile::TempDir::new().expect("temp dir");
+    let cfg = seed(dir.path());
+    let config_path = dir.path().join("config.yaml");
+    std::fs::write(&config_path, cfg.to_value().to_string()).expect("write seed");
+    let engine = Engine::start().await;
+    let url = engine.url();
+    let ide = IdeProcess::spawn(
+        &[
+            "--url",
+            &url,
+            "--config",
+            &config_path.display().to_string(),
+        ],
+        &[("RUST_LOG", "info")],
+    );
+    assert!(
+        engine
+            .wait_for_function("shell::pty::open", WAIT)
+            .await
+            .is_some(),
+        "ide did not register its functions:\n{}",
+        ide.logs()
+    );
+    World { engine, ide, dir }
+}
+
+/// The console page's per-tab output handler.
+struct Console {
+    function_id: String,
+    _client: IIIClient,
+    rx: mpsc::UnboundedReceiver<Value>,
+    delay_ms: Arc<AtomicU64>,
+}
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+fn unb64(v: &Value) -> Vec<u8> {
+    v.as_str()
+        .map(|s| base64::engine::general_purpose::STANDARD.decode(s).unwrap())
+        .unwrap_or_default()
+}
+
+fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| !r.trim_start().starts_with(['Z', 'X']))
+        })
+        .unwrap_or(false)
+}
+
+impl World {
+    async fn ok(&self, function_id: &str, payload: Value) -> Value {
+        match self.engine.call(function_id, payload.clone()).await {
+            Ok(v) => v,
+            Err(e) => panic!("{function_id} {payload} failed: {e:?}\n{}", self.ide.logs()),
+        }
+    }
+
+    async fn console(&self, page: &str) -> Console {
+        let function_id = format!(
+            "iii::{page}-ui::pty-output::console-{}",
+            uuid::Uuid::new_v4()
+        );
+        let (tx, rx) = mpsc::unbounded_channel();
+        let delay_ms = Arc::new(AtomicU64::new(0));
+        let client = connect_worker(&self.engine.url(), &unique_name("console"));
+        let delay = delay_ms.clone();
+        client.register_function(
+            &function_id,
+            RegisterFunction::new_async(move |input: Value| {
+                let tx = tx.clone();
+                let delay = delay.clone();
+                async move {
+                    let d = delay.load(Ordering::SeqCst);
+                    if d > 0 {
+                        tokio::time::sleep(Duration::from_millis(d)).await;
+                    }
+                    let _ = tx.send(input);
+                    Ok::<Value, SdkError>(json!({}))
+                }
+            }),
+        );
+        assert!(
+            self.engine
+                .wait_for_function(&function_id, WAIT)
+                .await
+                .is_some()
+        );
+        Console {
+            function_id,
+            _client: client,
+            rx,
+            delay_ms,
+        }
+    }
+
+    async fn open(&self, console: &Console, program: Option<&str>, args: &[&str]) -> Value {
+        let mut p = json!({"cwd": self.dir.path(), "cols": 80, "rows": 24,
+                           "output_function_id": console.function_id});
+        if let Some(program) = program {
+            p["program"] = json!(program);
+            p["args"] = json!(args);
+        }
+        self.ok("shell::pty::open", p).await
+    }
+
+    async fn stop(mut self) {
+        self.ide.signal_term();
+        assert!(self.ide.wait_exit(WAIT).await.is_some(), "ide did not stop");
+        self.engine.stop().await;
+    }
+}
+
+impl Console {
+    /// Frames until the text so far satisfies `pred`; checks sequence order.
+    async fn until(&mut self, next_seq: &mut u64, pred: impl Fn(&str) -> bool) -> String {
+        let mut text = Vec::new();
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let s = String::from_utf8_lossy(&text).into_owned();
+            if pred(&s) {
+                return s;
+            }
+            let ev = tokio::time::timeout_at(deadline, self.rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("output never matched; got {s:?}"))
+                .unwrap();
+            assert_eq!(ev["sequence"], json!(*next_seq), "in order, no gap: {ev}");
+            *next_seq += 1;
+            text.extend(unb64(&ev["data"]));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_console_types_detaches_reattaches_and_closes() {
+    let w = start().await;
+    let mut console = w.console("ide").await;
+    let o = w.open(&console, None, &[]).await;
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    let pid = o["pid"].as_u64().unwrap();
+    let mut seq = 1;
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("echo hi-$((6*7))\r")}),
+    )
+    .await;
+    console.until(&mut seq, |t| t.contains("hi-42")).await;
+    // resize, then stty sees it
+    w.ok(
+        "shell::pty::resize",
+        json!({"session_id": id, "access_key": key, "cols": 99, "rows": 31}),
+    )
+    .await;
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("stty size\r")}),
+    )
+    .await;
+    console.until(&mut seq, |t| t.contains("31 99")).await;
+    // detach, produce output, attach after what was seen: exact continuation
+    let d = w
+        .ok(
+            "shell::pty::detach",
+            json!({"session_id": id, "access_key": key}),
+        )
+        .await;
+    assert_eq!(d["status"], "detached");
+    // detach returns after any delivery in flight: what arrived is all there is
+    while let Ok(ev) = console.rx.try_recv() {
+        assert_eq!(ev["sequence"], json!(seq));
+        seq += 1;
+    }
+    let seen = seq - 1;
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("echo while-away\r")}),
+    )
+    .await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let list = w.ok("shell::pty::sessions", json!({})).await;
+        let s = list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_id"] == id)
+            .cloned()
+            .unwrap();
+        assert_eq!(s["ui"], "ide");
+        assert!(s["output_function_id"].is_null());
+        if s["sequence"].as_u64().unwrap() > seen {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // output may still be arriving: attach replays up to now, live follows
+    let a = w
+        .ok(
+            "shell::pty::attach",
+            json!({"session_id": id, "reconnect_token": o["reconnect_token"], "after_sequence": seen,
+                   "cols": 99, "rows": 31, "output_function_id": console.function_id,
+                   "request_id": "reload-1"}),
+        )
+        .await;
+    assert_eq!(a["truncated"], false);
+    let mut replay = Vec::new();
+    let mut expect = seen + 1;
+    for f in a["frames"].as_array().unwrap() {
+        assert_eq!(f["sequence"], json!(expect));
+        expect += 1;
+        replay.extend(unb64(&f["data"]));
+    }
+    assert_eq!(a["next_sequence"], json!(expect));
+    let key = a["access_key"].clone();
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("echo back\r")}),
+    )
+    .await;
+    let mut seq = expect;
+    let live = console.until(&mut seq, |t| t.contains("back\r\n")).await;
+    let all = String::from_utf8_lossy(&replay).into_owned() + &live;
+    assert!(all.contains("while-away"), "{all:?}");
+    // the old key is locked out
+    let err = w
+        .engine
+        .call(
+            "shell::pty::write",
+            json!({"session_id": id, "access_key": o["access_key"], "data": b64("x")}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S211");
+    // close: the shell and its group are gone
+    let c = w
+        .ok(
+            "shell::pty::close",
+            json!({"session_id": id, "access_key": key}),
+        )
+        .await;
+    assert_eq!(c["closed"], true);
+    assert!(!alive(pid));
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_slow_console_under_a_flood_keeps_the_worker_flat_and_ctrl_c_works() {
+    let w = start().await;
+    let mut console = w.console("ide").await;
+    console.delay_ms.store(50, Ordering::SeqCst);
+    let o = w.open(&console, Some("/bin/sh"), &[]).await;
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    let mut seq = 1;
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("yes\r")}),
+    )
+    .await;
+    console.until(&mut seq, |t| t.contains("y\r\ny\r\ny")).await;
+    let rss = |pid: u32| -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        s.lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    };
+    let ide_pid = w.ide.pid().expect("ide runs");
+    let before = rss(ide_pid);
+    for _ in 0..20 {
+        let ev = tokio::time::timeout(WAIT, console.rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(ev["sequence"], json!(seq));
+        seq += 1;
+    }
+    let after = rss(ide_pid);
+    assert!(
+        after < before + 16 * 1024,
+        "RSS grew from {before} kB to {after} kB"
+    );
+    console.delay_ms.store(0, Ordering::SeqCst);
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("\u{3}")}),
+    )
+    .await;
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": id, "access_key": key, "data": b64("echo done-$((2+3))\r")}),
+    )
+    .await;
+    console.until(&mut seq, |t| t.contains("done-5")).await;
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_leaves_no_session_process() {
+    let w = start().await;
+    let console = w.console("ide").await;
+    let a = w.open(&console, None, &[]).await["pid"].as_u64().unwrap();
+    let b = w
+        .open(
+            &console,
+            Some("/bin/sh"),
+            &["-c", "trap '' HUP TERM; sleep 300"],
+        )
+        .await["pid"]
+        .as_u64()
+        .unwrap();
+    assert!(alive(a) && alive(b));
+    w.stop().await;
+    assert!(!alive(a), "login shell {a} survived shutdown");
+    assert!(!alive(b), "session {b} survived shutdown");
+}
+
+#[tokio::test]
+async fn an_agent_drives_a_prompt_through_the_engine() {
+    let w = start().await;
+    let o = w
+        .ok(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "/bin/sh"}),
+        )
+        .await;
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    w.ok(
+        "shell::pty::send",
+        json!({"session_id": id, "access_key": key,
+        "text": "read -p 'Continue? ' a; echo \"got $a\"", "keys": ["enter"]}),
+    )
+    .await;
+    let r = w
+        .ok("shell::pty::read", json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "Continue\\? $"}))
+        .await;
+    assert_eq!(r["matched"], true, "{r}");
+    let after = r["next_sequence"].as_u64().unwrap() - 1;
+    w.ok(
+        "shell::pty::send",
+        json!({"session_id": id, "access_key": key, "text": "yes", "keys": ["enter"]}),
+    )
+    .await;
+    let r = w
+        .ok(
+            "shell::pty::read",
+            json!({"session_id": id, "access_key": key, "after_sequence": after,
+                                       "wait_ms": 10000, "until": "got yes"}),
+        )
+        .await;
+    assert_eq!(r["matched"], true, "{r}");
+    let sc = w
+        .ok(
+            "shell::pty::screen",
+            json!({"session_id": id, "access_key": key}),
+        )
+        .await;
+    assert!(sc["rows"].to_string().contains("got yes"), "{sc}");
+    let list = w.ok("shell::pty::sessions", json!({})).await;
+    assert!(!list.to_string().contains(key.as_str().unwrap()));
+    w.ok(
+        "shell::pty::close",
+        json!({"session_id": id, "access_key": key}),
+    )
+    .await;
+    w.stop().await;
+}
