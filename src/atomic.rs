@@ -132,12 +132,23 @@ pub fn remove_tree(target: &Resolved) -> std::io::Result<()> {
     let cap = journal::capture();
     let mut removed = Vec::new();
     if let Some(c) = &cap {
+        // Bodies only while the tree's total fits the blob cap: past it
+        // they would be evicted at once, so the rest is versions only.
+        let mut budget = c.max_blob_bytes();
         jail::walk::walk(target.loc(), Default::default(), |node| {
             if node.kind == jail::dir::Kind::File {
                 if let Ok(fd) = node.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK) {
                     let file = std::fs::File::from(fd);
                     if let Ok(md) = file.metadata() {
-                        if let Some(img) = c.image_of(&file, md.permissions().mode() & 0o7777) {
+                        let mode = md.permissions().mode() & 0o7777;
+                        let img = if md.len() <= budget {
+                            budget -= md.len();
+                            c.image_of(&file, mode)
+                        } else {
+                            budget = 0;
+                            c.version_only(&file, mode)
+                        };
+                        if let Some(img) = img {
                             removed.push((node.path.to_path_buf(), img));
                         }
                     }
@@ -149,9 +160,7 @@ pub fn remove_tree(target: &Resolved) -> std::io::Result<()> {
     jail::remove_tree(&parent)?;
     parent.sync_dir();
     if let Some(c) = cap {
-        for (path, img) in removed {
-            c.record(journal::ChangeKind::Deleted, &path, None, Some(img), None);
-        }
+        c.record_deletions(removed);
     }
     Ok(())
 }

@@ -633,10 +633,12 @@ impl Journal {
         from: Option<&Path>,
         before: Option<Image>,
         after: Option<Image>,
+        sync: bool,
     ) -> std::io::Result<String> {
-        // Bodies reach the disk before the record that names them.
+        // Bodies reach the disk before the record that names them (a batch
+        // flushed them all at once before its first record).
         for img in [&before, &after].into_iter().flatten() {
-            if let Some(f) = &img.pending {
+            if let (Some(f), true) = (&img.pending, sync) {
                 f.sync_data()?;
             }
         }
@@ -686,7 +688,9 @@ impl Journal {
         line.push(b'\n');
         let offset = st.log_len;
         st.log.write_all(&line)?;
-        st.log.sync_data()?;
+        if sync {
+            st.log.sync_data()?;
+        }
         st.log_len += line.len() as u64;
         let entry = IndexEntry::of(offset, line.len() as u32, &record);
         st.index
@@ -898,6 +902,61 @@ impl Capture {
         }
     }
 
+    /// The version of a file without storing its body (a body the blob
+    /// cap could not keep anyway).
+    pub fn version_only(&self, file: &std::fs::File, mode: u32) -> Option<Image> {
+        self.journal.store_file(file, mode, 0).ok()
+    }
+
+    /// Record many deletions (a removed tree) with one `fdatasync`.
+    pub fn record_deletions(&self, removed: Vec<(PathBuf, Image)>) {
+        if removed.is_empty() {
+            return;
+        }
+        // One flush of the journal's filesystem makes every body durable.
+        let flushed = {
+            let st = self.journal.state();
+            nix::unistd::syncfs(st.blobs.as_fd())
+        };
+        if let Err(e) = flushed {
+            tracing::error!(error = %e, "change journal: syncfs failed; the bodies are not journaled");
+            return;
+        }
+        let mut ids = Vec::with_capacity(removed.len());
+        for (path, img) in removed {
+            match self.journal.append(
+                &self.scope,
+                ChangeKind::Deleted,
+                &path,
+                None,
+                Some(img),
+                None,
+                false,
+            ) {
+                Ok(id) => {
+                    crate::watch::note_own_write(&path, &id);
+                    ids.push(id);
+                }
+                Err(e) => {
+                    tracing::error!(path = %path.display(), error = %e, "change journal append failed")
+                }
+            }
+        }
+        if let Err(e) = self.journal.state().log.sync_data() {
+            tracing::error!(error = %e, "change journal fdatasync failed");
+        }
+        self.scope
+            .recorded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(ids);
+    }
+
+    /// The blob cap of the current call.
+    pub fn max_blob_bytes(&self) -> u64 {
+        self.scope.max_blob_bytes
+    }
+
     /// A body given as bytes.
     pub fn image_of_bytes(&self, bytes: &[u8], mode: u32) -> Option<Image> {
         self.journal
@@ -916,7 +975,7 @@ impl Capture {
     ) {
         match self
             .journal
-            .append(&self.scope, kind, path, from, before, after)
+            .append(&self.scope, kind, path, from, before, after, true)
         {
             Ok(id) => {
                 // The live feed's events for these paths carry the id (the

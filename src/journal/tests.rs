@@ -294,3 +294,29 @@ async fn a_torn_last_line_costs_only_the_last_change() {
     );
     assert_eq!(diff(&j, &c).await["new_contents"], "C");
 }
+
+#[tokio::test]
+async fn a_recursive_delete_is_one_turn_that_reverts_the_whole_tree() {
+    let j = Jail::new();
+    j.write("tree/a.txt", "A\n");
+    j.write("tree/sub/b.txt", "B\n");
+    let d = ok(
+        &j,
+        "coder::delete-file",
+        json!({"paths": ["tree"], "recursive": true, "turn_id": "rm-tree"}),
+    )
+    .await;
+    assert_eq!(d["results"][0]["removed"], true, "{d}");
+    assert!(!j.exists("tree"));
+    let list = ok(&j, "shell::turns::list", json!({})).await;
+    assert_eq!(list["turns"][0]["turn_id"], "rm-tree");
+    assert_eq!(
+        list["turns"][0]["changes"].as_array().unwrap().len(),
+        2,
+        "{list}"
+    );
+    let r = ok(&j, "shell::turns::revert", json!({"turn_id": "rm-tree"})).await;
+    assert_eq!(r["reverted"], true, "{r}");
+    assert_eq!(j.read("tree/a.txt"), b"A\n");
+    assert_eq!(j.read("tree/sub/b.txt"), b"B\n");
+}
