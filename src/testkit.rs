@@ -121,3 +121,64 @@ pub fn pid_alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+/// Fields this worker adds to the published shapes (all optional).
+const ADDITIVE: [&str; 3] = ["turn_id", "session_id", "change_id"];
+
+/// Differences between two schema values. Numbers compare by value
+/// (schemars writes `0.0` where the published page shows `0`); the change
+/// history's optional fields may appear on our side only.
+fn schema_diffs(a: &Value, b: &Value, at: &str, diffs: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys()) {
+                match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => schema_diffs(p, q, &format!("{at}/{k}"), diffs),
+                    (Some(_), None)
+                        if at.ends_with("/properties") && ADDITIVE.contains(&k.as_str()) => {}
+                    _ => diffs.push(format!("{at}/{k} present on one side only")),
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                schema_diffs(p, q, &format!("{at}[{i}]"), diffs);
+            }
+        }
+        (Value::Number(x), Value::Number(y)) if x.as_f64() == y.as_f64() => {}
+        _ if a == b => {}
+        _ => diffs.push(format!("{at}: {a} != {b}")),
+    }
+}
+
+/// Assert that the catalog registers exactly the `count` functions of a
+/// published contract fixture (`{functions: [{name, description,
+/// metadata, request_schema, response_schema}]}`).
+pub fn assert_matches_contract(fixture: &str, count: usize) {
+    let contract: Value = serde_json::from_str(fixture).expect("contract fixture");
+    let catalog = Catalog::standard();
+    let published = contract["functions"].as_array().expect("functions");
+    assert_eq!(published.len(), count);
+    let mut diffs = Vec::new();
+    for want in published {
+        let id = want["name"].as_str().expect("name");
+        let got = catalog
+            .get(id)
+            .unwrap_or_else(|| panic!("{id} not in the catalog"));
+        let got = serde_json::json!({
+            "description": got.description,
+            "metadata": got.metadata,
+            "request_schema": got.request_schema,
+            "response_schema": got.response_schema,
+        });
+        for part in [
+            "description",
+            "metadata",
+            "request_schema",
+            "response_schema",
+        ] {
+            schema_diffs(&got[part], &want[part], &format!("{id} {part}"), &mut diffs);
+        }
+    }
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}

@@ -198,69 +198,14 @@ pub fn find_glob_protected(ctx: &Ctx, dir: &crate::policy::Resolved) -> Option<P
 
 #[cfg(test)]
 mod contract_tests {
-    use serde_json::Value;
-
-    /// Fields this worker adds to the published shapes (all optional).
-    const ADDITIVE: [&str; 3] = ["turn_id", "session_id", "change_id"];
-
-    /// Numbers compare by value (schemars writes `0.0` where the published
-    /// page shows `0`).
-    fn same(a: &Value, b: &Value, at: &str, diffs: &mut Vec<String>) {
-        match (a, b) {
-            (Value::Object(x), Value::Object(y)) => {
-                for k in x.keys().chain(y.keys()) {
-                    match (x.get(k), y.get(k)) {
-                        (Some(p), Some(q)) => same(p, q, &format!("{at}/{k}"), diffs),
-                        // Additive, optional fields of the change history.
-                        (Some(_), None)
-                            if at.ends_with("/properties") && ADDITIVE.contains(&k.as_str()) => {}
-                        _ => diffs.push(format!("{at}/{k} present on one side only")),
-                    }
-                }
-            }
-            (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-                for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                    same(p, q, &format!("{at}[{i}]"), diffs);
-                }
-            }
-            (Value::Number(x), Value::Number(y)) if x.as_f64() == y.as_f64() => {}
-            _ if a == b => {}
-            _ => diffs.push(format!("{at}: {a} != {b}")),
-        }
-    }
-
     /// The catalog registers exactly the published contract of every
     /// `shell::fs::*` function: description, metadata and both schemas.
     #[test]
     fn every_shell_fs_function_matches_the_published_contract() {
-        let contract: Value =
-            serde_json::from_str(include_str!("../../tests/fixtures/contract-shell-fs.json"))
-                .unwrap();
-        let catalog = crate::catalog::Catalog::standard();
-        let mut diffs = Vec::new();
-        let published = contract["functions"].as_array().unwrap();
-        assert_eq!(published.len(), 10);
-        for want in published {
-            let id = want["name"].as_str().unwrap();
-            let got = catalog
-                .get(id)
-                .unwrap_or_else(|| panic!("{id} not in the catalog"));
-            let got = serde_json::json!({
-                "description": got.description,
-                "metadata": got.metadata,
-                "request_schema": got.request_schema,
-                "response_schema": got.response_schema,
-            });
-            for part in [
-                "description",
-                "metadata",
-                "request_schema",
-                "response_schema",
-            ] {
-                same(&got[part], &want[part], &format!("{id} {part}"), &mut diffs);
-            }
-        }
-        assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+        crate::testkit::assert_matches_contract(
+            include_str!("../../tests/fixtures/contract-shell-fs.json"),
+            10,
+        );
     }
 }
 

@@ -154,53 +154,13 @@ impl World {
     }
 }
 
-/// Numbers compare by value; every other difference is reported.
-fn same(a: &Value, b: &Value, at: &str, diffs: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            for k in x.keys().chain(y.keys()) {
-                match (x.get(k), y.get(k)) {
-                    (Some(p), Some(q)) => same(p, q, &format!("{at}/{k}"), diffs),
-                    _ => diffs.push(format!("{at}/{k} present on one side only")),
-                }
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                same(p, q, &format!("{at}[{i}]"), diffs);
-            }
-        }
-        (Value::Number(x), Value::Number(y)) if x.as_f64() == y.as_f64() => {}
-        _ if a == b => {}
-        _ => diffs.push(format!("{at}: {a} != {b}")),
-    }
-}
-
 #[test]
 fn the_eight_console_functions_match_the_published_contract() {
-    let contract: Value =
-        serde_json::from_str(include_str!("../../tests/fixtures/contract-shell-pty.json")).unwrap();
+    crate::testkit::assert_matches_contract(
+        include_str!("../../tests/fixtures/contract-shell-pty.json"),
+        8,
+    );
     let catalog = Catalog::standard();
-    let published = contract["functions"].as_array().unwrap();
-    assert_eq!(published.len(), 8);
-    let mut diffs = Vec::new();
-    for want in published {
-        let id = want["name"].as_str().unwrap();
-        let got = catalog.get(id).unwrap_or_else(|| panic!("{id} missing"));
-        let got = json!({
-            "description": got.description, "metadata": got.metadata,
-            "request_schema": got.request_schema, "response_schema": got.response_schema,
-        });
-        for part in [
-            "description",
-            "metadata",
-            "request_schema",
-            "response_schema",
-        ] {
-            same(&got[part], &want[part], &format!("{id} {part}"), &mut diffs);
-        }
-    }
-    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
     for id in ["start", "send", "read", "screen"] {
         let d = catalog.get(&format!("shell::pty::{id}")).unwrap();
         assert_eq!(d.metadata, json!({}), "agent functions are not internal");
