@@ -29,6 +29,8 @@ pub struct Runtime {
     /// Where a command without `cwd` starts, opened once per snapshot
     /// (see `exec::default_cwd`).
     pub command_cwd: std::sync::OnceLock<crate::exec::Cwd>,
+    /// `turns.data_dir`, resolved against the worker's cwd when relative.
+    pub turns_dir: PathBuf,
 }
 
 impl Runtime {
@@ -36,7 +38,7 @@ impl Runtime {
     pub fn build(config: Config) -> Result<Runtime, String> {
         let worker_cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
         let working_dir = match &config.working_dir {
-            None => worker_cwd,
+            None => worker_cwd.clone(),
             Some(dir) => {
                 // A relative directory (stored configs carry `./data`) means
                 // relative to the worker's own cwd, resolved once, here.
@@ -90,12 +92,15 @@ impl Runtime {
                 .map_err(|e| format!("denylist_patterns: invalid regex {pattern:?}: {e}"))?;
             command_denylist.push(re);
         }
+        // Relative against the worker's cwd; an absolute one replaces it.
+        let turns_dir = worker_cwd.join(&config.turns.data_dir);
         Ok(Runtime {
             config,
             policy,
             command_denylist,
             working_dir,
             command_cwd: std::sync::OnceLock::new(),
+            turns_dir,
         })
     }
 

@@ -273,8 +273,9 @@ async fn a_stored_shell_value_is_carried_over_once() {
     let legacy_root = dir.path().join("legacy");
     std::fs::create_dir(&legacy_root).unwrap();
     store.preload("shell", json!({"fs": {"host_roots": [legacy_root]}}));
-    let port = free_port();
-    let engine = Engine::start_with(port, &store).await;
+    // Any free port, taken by the engine itself: no restart here needs it
+    // again, and a port picked first can be taken by a parallel test.
+    let engine = Engine::start_with(0, &store).await;
     let seed = seed_file(&dir, "fs:\n  allow_unjailed: true\n");
     let mut ide = boot(&engine, &seed).await;
     assert!(
@@ -419,8 +420,9 @@ async fn an_unreachable_engine_logs_one_error_and_recovery_is_automatic() {
 #[tokio::test]
 async fn the_worker_reconnects_after_an_engine_restart() {
     let store = Store::new();
-    let port = free_port();
-    let engine = Engine::start_with(port, &store).await;
+    // The engine takes any free port itself; the restart reuses it.
+    let engine = Engine::start_with(0, &store).await;
+    let port = engine.port();
     let dir = tempfile::TempDir::new().unwrap();
     let seed = seed_file(&dir, "fs:\n  allow_unjailed: true\n");
     let ide = boot(&engine, &seed).await;

@@ -86,20 +86,12 @@ impl Scope {
         rt: &crate::runtime::Runtime,
     ) -> Scope {
         let text = |k: &str| payload.get(k).and_then(|v| v.as_str()).map(str::to_string);
-        let dir = &rt.config.turns.data_dir;
-        let data_dir = if dir.is_absolute() {
-            dir.clone()
-        } else {
-            std::env::current_dir()
-                .unwrap_or_else(|_| PathBuf::from("/"))
-                .join(dir)
-        };
         Scope {
             function_id: function_id.to_string(),
             caller: text("_caller_worker_id"),
             turn_id: text("turn_id").filter(|s| !s.is_empty()),
             session_id: text("session_id").filter(|s| !s.is_empty()),
-            data_dir,
+            data_dir: rt.turns_dir.clone(),
             max_blob_bytes: rt.config.turns.max_blob_bytes,
             recorded: Arc::default(),
         }
@@ -581,48 +573,6 @@ impl Journal {
         }
     }
 
-    /// Store `bytes` as a body (unless over `cap`).
-    fn store_bytes(&self, bytes: &[u8], mode: u32, cap: u64) -> std::io::Result<Image> {
-        let revision = hex(&Sha256::digest(bytes));
-        let size = bytes.len() as u64;
-        let mut stored = false;
-        let mut pending = None;
-        if cap > 0 && size <= cap {
-            let blobs = { nix::unistd::dup(self.state().blobs.as_fd())? };
-            let exists = nix::sys::stat::fstatat(
-                blobs.as_fd(),
-                revision.as_str(),
-                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-            )
-            .is_ok();
-            if exists {
-                stored = true;
-            } else {
-                let mut t: std::fs::File = nix::fcntl::openat(
-                    blobs.as_fd(),
-                    ".",
-                    OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
-                    nix::sys::stat::Mode::from_bits_truncate(0o600),
-                )?
-                .into();
-                t.write_all(bytes)?;
-                let (ok, fresh) = self.link_blob(&blobs, &t, &revision, size)?;
-                stored = ok;
-                pending = fresh.then(|| Arc::new(t));
-            }
-        }
-        Ok(Image {
-            version: Version {
-                revision: revision.clone(),
-                size,
-                mode,
-                stored,
-            },
-            blob: stored.then_some(revision),
-            pending,
-        })
-    }
-
     /// Append one change; returns its id.
     #[allow(clippy::too_many_arguments)]
     fn append(
@@ -955,13 +905,6 @@ impl Capture {
     /// The blob cap of the current call.
     pub fn max_blob_bytes(&self) -> u64 {
         self.scope.max_blob_bytes
-    }
-
-    /// A body given as bytes.
-    pub fn image_of_bytes(&self, bytes: &[u8], mode: u32) -> Option<Image> {
-        self.journal
-            .store_bytes(bytes, mode, self.scope.max_blob_bytes)
-            .ok()
     }
 
     /// Record a completed change.
