@@ -64,7 +64,20 @@ fn init_logging() {
         .init();
 }
 
+/// At most two malloc arenas (glibc's default is eight per core): every
+/// thread arena keeps its own free lists and slack, which measured as a few
+/// MB of resident memory across a worker's threads (BENCHMARKS.md, terminal
+/// sessions); the worker's hot paths are I/O, not allocator contention.
+fn limit_malloc_arenas() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: called first thing in main, before any other thread exists.
+    unsafe {
+        nix::libc::mallopt(nix::libc::M_ARENA_MAX, 2);
+    }
+}
+
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     let cli = Cli::parse();
     init_logging();
     let rt = match tokio::runtime::Builder::new_multi_thread()
