@@ -192,8 +192,9 @@ pub fn check_revision(raw: &str, target: &Resolved, expected: &str) -> Result<()
             Class::RevisionConflict,
             format!(
                 "{raw:?} changed since it was read (current revision {current}, expected \
-                 {expected}); nothing was written. Re-read it with coder::read-file and apply \
-                 your change to the new content"
+                 {expected}); nothing was written. Re-read it with coder::read-file (a \
+                 window or stat: true is enough, every read returns the current revision) and \
+                 retry with that revision as expected_revision"
             ),
         ));
     }

@@ -169,6 +169,60 @@ pub fn read_window<R: Read>(
     })
 }
 
+/// A reader that passes every byte through a SHA-256 and a line count, so a
+/// windowed read or a stat probe can also give the whole file's `revision`
+/// from the same open file: read what the answer needs through it, then
+/// [`Tap::finish`] reads the rest (constant memory) and returns the digest.
+pub struct Tap<R> {
+    inner: R,
+    hasher: sha2::Sha256,
+    newlines: u64,
+    last: Option<u8>,
+}
+
+impl<R: Read> Tap<R> {
+    pub fn new(inner: R) -> Tap<R> {
+        use sha2::Digest;
+        Tap {
+            inner,
+            hasher: sha2::Sha256::new(),
+            newlines: 0,
+            last: None,
+        }
+    }
+
+    /// Read the rest of the stream; then the revision (SHA-256 hex) and the
+    /// line count of every byte that went through.
+    pub fn finish(mut self) -> Result<(String, u64), Failure> {
+        use sha2::Digest;
+        let mut buf = vec![0u8; SCAN_BUFFER];
+        loop {
+            match self.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Failure::io(format!("read failed: {e}"))),
+            }
+        }
+        let total = self.newlines + u64::from(self.last.is_some_and(|b| b != b'\n'));
+        Ok((super::hex(&self.hasher.finalize()), total))
+    }
+}
+
+impl<R: Read> Read for Tap<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use sha2::Digest;
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            let got = &buf[..n];
+            self.hasher.update(got);
+            self.newlines += memchr::memchr_iter(b'\n', got).count() as u64;
+            self.last = got.last().copied();
+        }
+        Ok(n)
+    }
+}
+
 /// Stream a whole file: (total_lines, is_utf8), constant memory.
 pub fn scan<R: Read>(source: R) -> Result<(u64, bool), Failure> {
     let mut reader = BufReader::with_capacity(SCAN_BUFFER, source);

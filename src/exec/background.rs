@@ -12,6 +12,7 @@
 //! `killed`); `timeout_ms` is ignored on the host. Sandbox jobs forward
 //! `timeout_ms` and cannot be hard-killed.
 
+use super::capture::Shape;
 use super::jobs::{JobStatus, NewJob, Runner, Started};
 use super::process::{self, Outputs};
 use super::{HostFields, argv, denylist, host_spec, output_cap, sandbox_target, timeout};
@@ -99,7 +100,7 @@ pub async fn exec_bg(ctx: Ctx, req: ExecBgRequest) -> Result<ExecBgResponse, Fai
                 id: req.job_id.as_deref(),
                 argv: argv.clone(),
                 runner: Runner::Sandbox,
-                outputs: Outputs::new(),
+                outputs: Outputs::new(Shape::job(output_cap(&ctx.runtime))),
                 started: Started::now(),
             },
             &ctx.runtime,
@@ -108,17 +109,16 @@ pub async fn exec_bg(ctx: Ctx, req: ExecBgRequest) -> Result<ExecBgResponse, Fai
         let task_job = job.clone();
         tokio::spawn(async move {
             let job = task_job;
-            let cap = output_cap(&job.runtime);
             match sandbox_target::run(&ctx, &sandbox_id, &job.argv, timeout_ms).await {
                 Ok(out) => {
-                    job.outputs.stdout.set(out.stdout.as_bytes(), cap);
-                    job.outputs.stderr.set(out.stderr.as_bytes(), cap);
+                    job.outputs.stdout.set(out.stdout.as_bytes());
+                    job.outputs.stderr.set(out.stderr.as_bytes());
                     jobs.finish(&job, JobStatus::Finished, out.exit_code, None);
                 }
                 Err(f) => {
                     let wire = f.to_wire(crate::error::Surface::Shell);
                     let message = format!("{FN} failed ({}): {}", wire.code, wire.message);
-                    job.outputs.stderr.set(message.as_bytes(), cap);
+                    job.outputs.stderr.set(message.as_bytes());
                     jobs.finish(&job, JobStatus::Failed, None, Some(message));
                 }
             }
@@ -135,7 +135,7 @@ pub async fn exec_bg(ctx: Ctx, req: ExecBgRequest) -> Result<ExecBgResponse, Fai
             id: req.job_id.as_deref(),
             argv: argv.clone(),
             runner: Runner::Host(OnceLock::new()),
-            outputs: Outputs::new(),
+            outputs: Outputs::new(Shape::job(output_cap(&ctx.runtime))),
             started: Started::now(),
         },
         &ctx.runtime,
