@@ -467,10 +467,7 @@ async fn a_failed_batch_entry_makes_ide_call_exit_3_with_the_json_unchanged() {
             "coder::move",
             json!({"files": [{"from": "nope.txt", "to": "b.txt"}]}),
         ),
-        (
-            "coder::delete-file",
-            json!({"paths": ["full-dir"]}),
-        ),
+        ("coder::delete-file", json!({"paths": ["full-dir"]})),
     ] {
         let a = Via::Cli(&w).answer(id, payload).await;
         assert_eq!(a.exit, Some(3), "{id}: {:?}", a.result);

@@ -40,7 +40,7 @@ pub struct CreateFileSpec {
     /// Octal permission bits as a string, e.g. "0644". Defaults to "0644".
     #[serde(default = "default_mode")]
     pub mode: String,
-    /// Optimistic-concurrency guard for an overwrite: the `revision` from coder::read-file; if the content changed the entry fails C221 unwritten.
+    /// Optimistic-concurrency guard for an overwrite: the `revision` from any coder::read-file of this file (full, window, stat or batch entry); if the content changed the entry fails C221 unwritten.
     #[serde(default)]
     pub expected_revision: Option<String>,
 }
