@@ -276,15 +276,19 @@ fn read_one(
     // The whole file's revision comes with every read of a file that fits
     // max_read_bytes: a window or a stat reads the rest through a hash.
     let hashed = max_read.is_none_or(|m| o.size <= m);
+    let hash_limit = max_read.unwrap_or(u64::MAX);
     let prefixed = |f: Failure| Failure::new(f.class, format!("{raw:?}: {}", f.message));
     match plan {
         Plan::Stat if hashed => {
             let mut tap = lines::Tap::new(file);
-            let (_, valid) = lines::scan(&mut tap).map_err(prefixed)?;
-            let (revision, total) = tap.finish().map_err(prefixed)?;
+            let (total, valid) = lines::scan(&mut tap).map_err(prefixed)?;
+            // None: it grew past max_read_bytes while it was read
+            a.revision = tap
+                .finish_within(hash_limit)
+                .map_err(prefixed)?
+                .map(|(revision, _)| revision);
             a.total_lines = Some(total);
             a.is_utf8 = Some(valid);
-            a.revision = Some(revision);
         }
         Plan::Stat => {
             let (total, valid) = lines::scan(file)?;
@@ -305,9 +309,10 @@ fn read_one(
                 is_utf8,
             } = lines::read_window(&mut tap, from, to, cap, numbered).map_err(prefixed)?;
             if hashed {
-                let (revision, total) = tap.finish().map_err(prefixed)?;
-                a.revision = Some(revision);
-                total_lines = Some(total);
+                if let Some((revision, total)) = tap.finish_within(hash_limit).map_err(prefixed)? {
+                    a.revision = Some(revision);
+                    total_lines = Some(total);
+                }
             }
             a.cost = content.len() as u64;
             a.content = Some(content);

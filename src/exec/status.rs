@@ -85,7 +85,7 @@ pub fn def() -> FunctionDef {
         "shell::status",
         "Fetch the full record (status, exit_code, timing, output so far) of a background job \
          by job_id. Output: max_output_bytes per stream (clamped to the configured cap) with \
-         keep: head (default), tail or both; *_dropped_bytes says what is not shown. Errors \
+         keep: head (default), tail or both; `*_dropped_bytes` says what is not shown. Errors \
          return { code, message }; common: S211 no such job.",
         Flags::NONE,
         |ctx: Ctx, req: StatusRequest| async move {

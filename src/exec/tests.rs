@@ -519,6 +519,20 @@ async fn a_bare_shell_operator_runs_as_given_with_a_note() {
         .await;
     assert_eq!(v["stdout"], "0ne\n");
     assert!(v.get("note").is_none(), "{v}");
+    // a background job says it too
+    let v = w
+        .ok("shell::exec_bg", json!({"command": "echo one ; echo two"}))
+        .await;
+    assert!(
+        v["note"]
+            .as_str()
+            .unwrap()
+            .contains("\";\" reached \"echo\""),
+        "{v}"
+    );
+    let id = v["job_id"].as_str().unwrap().to_string();
+    let s = w.wait_status(&id, "finished").await;
+    assert_eq!(s["job"]["stdout"], "one ; echo two\n");
 }
 
 #[tokio::test]
