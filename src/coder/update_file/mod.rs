@@ -146,7 +146,9 @@ pub fn def() -> FunctionDef {
          the original numbering), then regex replace and exact-text edit ops in order; each file \
          commits atomically (all its ops or none). To replace a large region use two short \
          anchors joined by .*? with dot_matches_newline: true, or an edit op quoting the exact \
-         text. Pass expected_revision from coder::read-file to refuse stale writes (C221). \
+         text. Pass expected_revision from any coder::read-file (a window or stat: true is \
+         enough) to refuse stale writes (C221). Echoes of large regions mark their gap \
+         (elided, elided_after). \
          Paths: relative to the primary root or absolute inside an allowed root (see coder::info).",
         Flags {
             display: true,
