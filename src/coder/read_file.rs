@@ -300,19 +300,27 @@ fn read_one(
                 (Some(b), Some(m)) => Some(b.min(m)),
                 (b, m) => b.or(m),
             };
-            let mut tap = lines::Tap::new(file);
+            // A file over max_read_bytes is not hashed: its window reads
+            // only up to what it returns.
+            let (window, whole) = if hashed {
+                let mut tap = lines::Tap::new(file);
+                let window = lines::read_window(&mut tap, from, to, cap, numbered);
+                let window = window.map_err(prefixed)?;
+                (window, tap.finish_within(hash_limit).map_err(prefixed)?)
+            } else {
+                let window = lines::read_window(file, from, to, cap, numbered);
+                (window.map_err(prefixed)?, None)
+            };
             let WindowText {
                 content,
                 lines_returned,
                 more_lines,
                 mut total_lines,
                 is_utf8,
-            } = lines::read_window(&mut tap, from, to, cap, numbered).map_err(prefixed)?;
-            if hashed {
-                if let Some((revision, total)) = tap.finish_within(hash_limit).map_err(prefixed)? {
-                    a.revision = Some(revision);
-                    total_lines = Some(total);
-                }
+            } = window;
+            if let Some((revision, total)) = whole {
+                a.revision = Some(revision);
+                total_lines = Some(total);
             }
             a.cost = content.len() as u64;
             a.content = Some(content);
