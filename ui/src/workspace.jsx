@@ -64,6 +64,16 @@ function size(n) {
   return `${n} bytes`;
 }
 
+/** The status line when nothing is wrong.
+ * @param {string} root @param {import("./models/tabs.js").Tab | null} active @param {TreeModel} tree */
+function statusText(root, active, tree) {
+  if (!active) return `${tree.rows().length} rows`;
+  const path = active.kind === "diff" ? active.extra?.path ?? active.path : active.path;
+  const rel = relative(root, path) ?? path;
+  if (active.kind === "diff") return `diff of ${rel}`;
+  return active.revision ? `${rel} · revision ${active.revision.slice(0, 12)}` : rel;
+}
+
 /**
  * @param {{app: import("./app.js").App, host: any, root: string, dark: boolean, onChangeRoot: () => void}} props
  */
@@ -368,7 +378,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
       <footer className="ide-status">
         <ErrorLine error={notice} />
         {app.bindError && <ErrorLine error={app.bindError} />}
-        {!notice && !app.bindError && <span className="ide-muted">{active ? (relative(root, active.path) ?? active.path) : `${tree.rows().length} rows`}</span>}
+        {!notice && !app.bindError && <span className="ide-muted">{statusText(root, active, tree)}</span>}
       </footer>
       {quickOpen && (
         <QuickOpen
