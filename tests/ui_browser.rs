@@ -123,7 +123,10 @@ fn fixture(root: &Path) {
         "src/util/strings.rs",
         b"pub fn shout(s: &str) -> String {\n    s.to_uppercase()\n}\n",
     );
-    w("README.md", b"# Fixture\n\nA tree for the console page tests.\n");
+    w(
+        "README.md",
+        b"# Fixture\n\nA tree for the console page tests.\n",
+    );
     w("secret.key", b"not for the page\n");
     w("target/debug/app.d", b"noise\n");
     w("data.bin", &[0u8, 1, 2, 3, 255, 254, 0, 7, 8, 9]);

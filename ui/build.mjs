@@ -50,6 +50,21 @@ if (stateCopies.size !== 1) throw new Error(`expected exactly one @codemirror/st
 const reactInside = inputs.filter((p) => /node_modules\/(react|react-dom|scheduler)\//.test(p));
 if (reactInside.length) throw new Error(`react must stay external, bundled: ${reactInside.join(", ")}`);
 
+// The stylesheet stays inside the console's scope wrapper and themes only
+// through the console's tokens: every selector under [data-iii-ui="ide"],
+// no literal colours (light and dark are a token flip on html[data-theme]).
+const source = readFileSync(join(here, "src/styles.css"), "utf8").replace(/\/\*[\s\S]*?\*\//g, "");
+for (const block of source.split("}")) {
+  const open = block.indexOf("{");
+  if (open < 0) continue;
+  for (const sel of block.slice(0, open).split(",")) {
+    if (!sel.trim().startsWith('[data-iii-ui="ide"]')) throw new Error(`styles.css: selector outside the scope wrapper: ${sel.trim()}`);
+  }
+  const body = block.slice(open + 1);
+  const literal = /#[0-9a-fA-F]{3,8}\b|\b(?:rgb|rgba|hsl|hsla)\(/.exec(body);
+  if (literal) throw new Error(`styles.css: literal colour ${literal[0]} in ${block.slice(0, open).trim()}; use a var(--color-*) token`);
+}
+
 const outputs = [...result.outputFiles, ...css.outputFiles];
 let stale = [];
 for (const f of outputs) {

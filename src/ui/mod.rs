@@ -103,16 +103,42 @@ mod tests {
         assert_eq!(js.content, ASSETS[0].content);
         let css = content("ide/styles.css").expect("styles.css");
         assert_eq!(css.content_type, "text/css");
-        assert!(css.content.contains("[data-iii-ui=\"ide\"]"));
+        assert_eq!(css.content, ASSETS[1].content);
+    }
+
+    /// Every rule of the stylesheet sits under the console's scope wrapper,
+    /// so nothing leaks onto the console around the page.
+    #[test]
+    fn every_style_rule_is_scoped_to_the_page() {
+        let css = ASSETS[1].content;
+        let mut rules = 0;
+        for block in css.split('}') {
+            let Some((selectors, _)) = block.split_once('{') else {
+                continue;
+            };
+            for selector in selectors.split(',') {
+                let selector = selector.trim();
+                assert!(
+                    selector.starts_with("[data-iii-ui=ide]")
+                        || selector.starts_with("[data-iii-ui=\"ide\"]"),
+                    "unscoped selector {selector:?}"
+                );
+            }
+            rules += 1;
+        }
+        assert!(rules > 10, "{rules} rules");
     }
 
     #[test]
     fn an_unknown_path_is_a_bad_input_naming_the_valid_ones() {
         for bad in ["ide/other.js", "", "../page.js", "IDE/page.js"] {
-            let err = content(bad).err().expect("refused").to_wire(Surface::of(CONTENT_FUNCTION));
+            let err = content(bad)
+                .expect_err("refused")
+                .to_wire(Surface::of(CONTENT_FUNCTION));
             assert_eq!(err.code, "S210", "{bad}");
             assert!(
-                err.message.contains("\"ide/page.js\"") && err.message.contains("\"ide/styles.css\""),
+                err.message.contains("\"ide/page.js\"")
+                    && err.message.contains("\"ide/styles.css\""),
                 "{}",
                 err.message
             );
@@ -122,9 +148,17 @@ mod tests {
     #[test]
     fn every_asset_fits_the_console_cap_and_is_scoped_to_ide() {
         for a in &ASSETS {
-            assert!(a.content.len() < 8 << 20, "{} is over the 8 MiB cap", a.path);
+            assert!(
+                a.content.len() < 8 << 20,
+                "{} is over the 8 MiB cap",
+                a.path
+            );
             assert!(a.path.starts_with("ide/"));
-            let ext = if a.trigger_type == "console:script" { ".js" } else { ".css" };
+            let ext = if a.trigger_type == "console:script" {
+                ".js"
+            } else {
+                ".css"
+            };
             assert!(a.path.ends_with(ext), "{} vs {}", a.path, a.trigger_type);
         }
     }

@@ -120,6 +120,7 @@ export class TabsModel {
       t.replaced += 1;
       t.changedOnDisk = null;
       t.conflict = null;
+      t.compare = null;
       t.error = null;
       t.note = r.note ?? null;
       t.extra = r.extra ?? null;
