@@ -127,6 +127,12 @@ fn fixture(root: &Path) {
         "README.md",
         b"# Fixture\n\nA tree for the console page tests.\n",
     );
+    w("run.sh", b"#!/bin/sh\r\necho crlf\r\n");
+    std::fs::set_permissions(
+        root.join("run.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
     w("secret.key", b"not for the page\n");
     w("target/debug/app.d", b"noise\n");
     w("data.bin", &[0u8, 1, 2, 3, 255, 254, 0, 7, 8, 9]);

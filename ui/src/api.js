@@ -81,19 +81,21 @@ export class Api {
   /** Whole-file text read, with its revision. @param {string} path @param {number} maxBytes */
   async readText(path, maxBytes) {
     const out = await this.call("coder::read-file", { path, max_output_bytes: maxBytes }, 60_000);
-    return { content: out.content ?? "", revision: out.revision ?? null, size: out.size ?? 0, more: Boolean(out.more_lines) };
+    return { content: out.content ?? "", revision: out.revision ?? null, size: out.size ?? 0, mode: typeof out.mode === "number" ? out.mode : null };
   }
 
   /**
    * Write the whole buffer. With a revision the write happens only if the
    * disk still holds it (C221 otherwise, nothing written); without one only
    * a new file is created (C213 if something is there).
-   * @param {string} path @param {string} content @param {string | null} expectedRevision
+   * The file's permission bits are written back as they were read.
+   * @param {string} path @param {string} content @param {string | null} expectedRevision @param {number | null} [mode]
    */
-  async save(path, content, expectedRevision) {
+  async save(path, content, expectedRevision, mode = null) {
     /** @type {any} */
     const spec = { path, content };
     if (expectedRevision) spec.expected_revision = expectedRevision;
+    if (typeof mode === "number") spec.mode = `0${(mode & 0o777).toString(8)}`;
     const out = await this.call("coder::create-file", { files: [spec] }, 60_000);
     const r = out.results?.[0];
     if (!r) throw new CallError("error", "coder::create-file returned no result");

@@ -122,6 +122,7 @@ function CodeEditor({ ctx, tab }) {
           path,
           dark: ctx.dark,
           readOnly,
+          eol: tab.extra?.eol ?? null,
           onSave: () => ctx.save(path),
           onChange: (doc) => ctx.tabs.edit(path, doc),
         });
@@ -149,7 +150,7 @@ function CodeEditor({ ctx, tab }) {
     currentReplaced.current = tab.replaced;
     const v = view.current;
     if (!v) return;
-    if (v.state.doc.toString() !== tab.buffer) {
+    if (v.state.sliceDoc() !== tab.buffer) {
       v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: tab.buffer } });
     }
   }, [tab.replaced]);

@@ -144,6 +144,8 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
         content: text.content,
         revision: text.revision,
         note: big ? `Large file (${size(sniff.size)}), open read-only` : null,
+        // the editor writes lines back with the file's own separator, and a save keeps the mode
+        extra: { eol: text.content.includes("\r\n") ? "\r\n" : null, mode: text.mode },
       });
     } catch (e) {
       tabs.failed(path, /** @type {any} */ (e));
@@ -176,7 +178,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     tabs.saveStarted(path);
     ownWrites.current.set(path, Date.now());
     try {
-      const r = await api.save(path, content, revision);
+      const r = await api.save(path, content, revision, tabs.get(path)?.extra?.mode ?? null);
       ownWrites.current.set(path, Date.now());
       tabs.saved(path, content, r.revision);
     } catch (e) {

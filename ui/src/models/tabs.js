@@ -123,7 +123,7 @@ export class TabsModel {
       t.compare = null;
       t.error = null;
       t.note = r.note ?? null;
-      t.extra = r.extra ?? null;
+      if ("extra" in r) t.extra = r.extra ?? null;
     });
   }
 

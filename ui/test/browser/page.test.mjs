@@ -4,7 +4,7 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { env, launch, row, screenshot } from "./common.mjs";
 
@@ -73,7 +73,24 @@ describe("the ide console page", () => {
     assert.match(readFileSync(main, "utf8"), /\/\/ saved from the page\n$/);
   });
 
+  test("a save keeps the file's line endings and mode", async () => {
+    const script = join(root, "run.sh");
+    await row(page, script).click();
+    const editor = page.locator(`[data-testid="editor"][data-path="${script}"]`);
+    await editor.locator(".cm-content", { hasText: "echo crlf" }).waitFor(T);
+    await editor.locator(".cm-content").click();
+    await page.keyboard.press("Control+End");
+    await page.keyboard.type("echo more");
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Control+s");
+    await page.locator(`.ide-tab[data-path="${script}"][data-dirty="false"]`).waitFor(T);
+    assert.equal(readFileSync(script, "utf8"), "#!/bin/sh\r\necho crlf\r\necho more\r\n");
+    assert.equal(statSync(script).mode & 0o777, 0o755);
+    await page.locator(`.ide-tab[data-path="${script}"] .ide-close`).click();
+  });
+
   test("a concurrent write makes the next save a conflict, and nothing is overwritten", async () => {
+    await row(page, main).click();
     const editor = page.locator(`[data-testid="editor"][data-path="${main}"]`);
     await editor.locator(".cm-content").click();
     await page.keyboard.press("Control+End");
