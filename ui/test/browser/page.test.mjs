@@ -191,6 +191,34 @@ describe("the ide console page", () => {
     await page.evaluate(() => (document.documentElement.dataset.theme = "light"));
   });
 
+  test("after the tab's connection drops, the page rebinds and re-reads its open files", async () => {
+    await row(page, main).click();
+    await page.locator(`.ide-tab.active[data-path="${main}"]`).waitFor(T);
+    await page.evaluate(() => {
+      window.__dropped = new Promise((resolve) => {
+        const off = window.__host.client.addConnectionStateListener((s) => {
+          if (s === "disconnected") {
+            off();
+            resolve(true);
+          }
+        });
+      });
+      window.__host.client.drop(true);
+      return window.__dropped;
+    });
+    // written while the tab is away: no event can carry it, only the re-read after the reconnect
+    writeFileSync(main, "fn main() {}\n// while away\n");
+    await page.evaluate(() => window.__host.client.resume());
+    await page.waitForFunction(() => window.__host.client.state === "connected");
+    await page.locator(`[data-testid="editor"][data-path="${main}"] .cm-content`, { hasText: "// while away" }).waitFor(T);
+    const counts = await page.evaluate(() => window.__host.counts());
+    assert.equal(counts.triggers, 1, JSON.stringify(counts));
+    // and the new binding delivers
+    const later = join(root, "src/after-reconnect.rs");
+    writeFileSync(later, "// later\n");
+    await row(page, later).waitFor(T);
+  });
+
   test("hot reload and dispose leave exactly the page's own binding and handler", async () => {
     const before = await page.evaluate(() => window.__host.counts());
     assert.equal(before.triggers, 1, JSON.stringify(before));

@@ -13,6 +13,9 @@ export function connect(url, name) {
   const triggers = new Map();
   const stateListeners = new Set();
   let closedByUser = false;
+  /** @type {null | (() => void)} held reconnect, released by resume() */
+  let held = null;
+  let holding = false;
   let ready;
   let readyResolve;
   const newReady = () => {
@@ -85,7 +88,8 @@ export function connect(url, name) {
       if (closedByUser) return;
       setState("disconnected");
       newReady();
-      setTimeout(open, 300);
+      if (holding) held = open;
+      else setTimeout(open, 300);
     };
   };
   open();
@@ -143,9 +147,16 @@ export function connect(url, name) {
     counts() {
       return { functions: functions.size, triggers: triggers.size, triggerList: [...triggers.values()] };
     },
-    /** Drop the socket (the client reconnects and replays). */
-    drop() {
+    /** Drop the socket; the client reconnects and replays, at once or (hold) on resume(). */
+    drop(hold = false) {
+      holding = hold;
       ws?.close();
+    },
+    resume() {
+      holding = false;
+      const go = held;
+      held = null;
+      go?.();
     },
     close() {
       closedByUser = true;
