@@ -8,9 +8,6 @@ import { App } from "./app.js";
 import { Workspace } from "./workspace.jsx";
 import { Picker } from "./picker.jsx";
 import { storage } from "./storage.js";
-import { sidePanes } from "./panes.jsx";
-
-export { sidePanes };
 
 /**
  * @param {any} host

@@ -28,3 +28,17 @@ export function Banner({ kind, children, actions = [] }) {
     </div>
   );
 }
+
+/**
+ * A button: the console's own (host.components.Button) when it has one, so
+ * the page's chrome matches the console; the page's styled one otherwise.
+ * @param {{host: any, primary?: boolean, small?: boolean, className?: string, [k: string]: any}} props
+ */
+export function Button({ host, primary = false, small = false, className = "", ...props }) {
+  const Host = host?.components?.Button;
+  if (typeof Host === "function" || (Host && typeof Host === "object")) {
+    return <Host variant={primary ? "default" : "outline"} size={small ? "sm" : "default"} {...props} />;
+  }
+  const cls = ["ide-button", primary ? "primary" : "", small ? "small" : "", className].filter(Boolean).join(" ");
+  return <button className={cls} type="button" {...props} />;
+}

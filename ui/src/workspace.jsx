@@ -10,7 +10,7 @@ import { basename, imageType, join, relative, stealsView } from "./models/paths.
 import { EditorPane, forgetEditorState } from "./editor.jsx";
 import { sidePanes } from "./panes.jsx";
 import { storage } from "./storage.js";
-import { ErrorLine } from "./ui.jsx";
+import { Button, ErrorLine } from "./ui.jsx";
 import { QuickOpen } from "./quickopen.jsx";
 
 const PAGE_SIZE = 1000;
@@ -322,16 +322,16 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
         <span className="ide-root" data-testid="root" title={root}>
           {root}
         </span>
-        <button className="ide-button small" onClick={onChangeRoot}>
+        <Button host={host} small onClick={onChangeRoot}>
           Change workspace
-        </button>
-        <button className="ide-button small" onClick={() => setQuickOpen(true)} title="Quick open (Ctrl+P)">
+        </Button>
+        <Button host={host} small onClick={() => setQuickOpen(true)} title="Quick open (Ctrl+P)">
           Go to file…
-        </button>
+        </Button>
         {active?.kind === "text" && (
-          <button className="ide-button small primary" disabled={!active.dirty || active.saving} onClick={() => save(active.path)}>
+          <Button host={host} small primary disabled={!active.dirty || active.saving} onClick={() => save(active.path)}>
             {active.saving ? "Saving…" : "Save"}
-          </button>
+          </Button>
         )}
       </header>
       <div className="ide-body">

@@ -52,7 +52,9 @@ function makeHost(path) {
       addConnectionStateListener: (fn) => track(client.addConnectionStateListener(fn)),
     },
     components: {
-      Button: (props) => h("button", { ...props, className: `host-button ${props.className ?? ""}` }),
+      // stand-ins with the console's prop names (variant, size)
+      Button: ({ variant = "default", size = "default", className = "", ...rest }) =>
+        h("button", { type: "button", ...rest, className: `host-button ${variant} ${size} ${className}`.trim() }),
       Badge: (props) => h("span", { ...props, className: "host-badge" }),
     },
     useTheme,
