@@ -133,6 +133,13 @@ fn fixture(root: &Path) {
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .expect("chmod");
+    // a folder of 10 000 entries: virtualized, paged in as it scrolls
+    std::fs::create_dir_all(root.join("many")).expect("mkdir many");
+    for i in 0..10_000 {
+        std::fs::write(root.join(format!("many/entry{i:05}.txt")), b"needle\n").expect("write");
+    }
+    let line = "a line of a big file that opens read-only in the page ..........\n";
+    w("big.txt", line.repeat((3 << 20) / line.len()).as_bytes());
     w("secret.key", b"not for the page\n");
     w("target/debug/app.d", b"noise\n");
     w("data.bin", &[0u8, 1, 2, 3, 255, 254, 0, 7, 8, 9]);
