@@ -3,7 +3,7 @@
 // (hot reload, worker disconnect). Only `react` and `react/jsx-runtime` are
 // imported at run time; everything else is bundled.
 
-import { useEffect, useState } from "react";
+import { useEffect, useLayoutEffect, useState } from "react";
 import { App } from "./app.js";
 import { Workspace } from "./workspace.jsx";
 import { Picker } from "./picker.jsx";
@@ -53,9 +53,25 @@ function Page({ app, host }) {
   const [root, setRoot] = useState(() => storage.get("root"));
   const [picking, setPicking] = useState(() => !storage.get("root"));
 
-  useEffect(() => {
+  const [rootError, setRootError] = useState(/** @type {any} */ (null));
+
+  useLayoutEffect(() => {
     if (root) storage.set("root", root);
   }, [root]);
+
+  // a remembered root may be gone or no longer allowed: ask again, saying why
+  useEffect(() => {
+    if (!root) return;
+    let live = true;
+    app.api.validate(root).catch((e) => {
+      if (!live) return;
+      setRootError(e);
+      setPicking(true);
+    });
+    return () => {
+      live = false;
+    };
+  }, [app, root]);
 
   return (
     <div className="ide-page" data-theme={theme}>
@@ -63,11 +79,13 @@ function Page({ app, host }) {
         <Picker
           app={app}
           current={root}
+          initialError={rootError}
           onPick={(/** @type {string} */ r) => {
+            setRootError(null);
             setRoot(r);
             setPicking(false);
           }}
-          onCancel={root ? () => setPicking(false) : null}
+          onCancel={root && !rootError ? () => setPicking(false) : null}
         />
       ) : (
         <Workspace key={root} app={app} host={host} root={root} dark={theme === "dark"} onChangeRoot={() => setPicking(true)} />

@@ -5,13 +5,13 @@
 import { useEffect, useState } from "react";
 import { ErrorLine } from "./ui.jsx";
 
-/** @param {{app: import("./app.js").App, current: string | null, onPick: (root: string) => void, onCancel: null | (() => void)}} props */
-export function Picker({ app, current, onPick, onCancel }) {
+/** @param {{app: import("./app.js").App, current: string | null, initialError?: any, onPick: (root: string) => void, onCancel: null | (() => void)}} props */
+export function Picker({ app, current, initialError = null, onPick, onCancel }) {
   const [roots, setRoots] = useState(/** @type {string[] | null} */ (null));
   const [browsing, setBrowsing] = useState(/** @type {string | null} */ (null));
   const [entries, setEntries] = useState(/** @type {any[]} */ ([]));
   const [typed, setTyped] = useState(current ?? "");
-  const [error, setError] = useState(/** @type {any} */ (null));
+  const [error, setError] = useState(/** @type {any} */ (initialError));
 
   useEffect(() => {
     app.api.roots().then(

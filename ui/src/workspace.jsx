@@ -3,7 +3,7 @@
 // the conflict choices, the diff that follows the writer, quick-open, and
 // what storage brings back on reload.
 
-import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
 import { TreeModel } from "./models/tree.js";
 import { TabsModel } from "./models/tabs.js";
 import { basename, imageType, join, relative, stealsView } from "./models/paths.js";
@@ -277,8 +277,9 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [app, root, tree, tabs]);
 
-  // remember expanded folders, open tabs and the active one
-  useEffect(() => {
+  // remember expanded folders, open tabs and the active one (a layout effect: stored before the
+  // browser paints, so a reload right after any change finds it)
+  useLayoutEffect(() => {
     if (!restored.current) return;
     storage.setJson(`state:${root}`, { expanded: tree.expandedList(), ...tabs.persisted() });
   }, [root, tree, tabs, tabs.version, treeVersion]);

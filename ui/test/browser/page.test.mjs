@@ -64,6 +64,11 @@ describe("the ide console page", () => {
     await editor.locator(".cm-content", { hasText: "hello from the fixture" }).waitFor(T);
     assert.ok((await editor.locator(".cm-lineNumbers .cm-gutterElement").count()) >= 3, "line numbers");
     assert.ok((await editor.locator(".cm-content span[class]").count()) > 0, "syntax highlighting");
+    // the editor's own search panel
+    await editor.locator(".cm-content").click();
+    await page.keyboard.press("Control+f");
+    await editor.locator(".cm-search input[main-field]").waitFor(T);
+    await page.keyboard.press("Escape");
     await editor.locator(".cm-content").click();
     await page.keyboard.press("Control+End");
     await page.keyboard.type("// saved from the page\n");
@@ -264,6 +269,21 @@ describe("the ide console page", () => {
         .then(() => true, () => false);
     }
     assert.ok(shown, "no event from the binding made after the reconnect");
+  });
+
+  test("a remembered root that is no longer allowed brings the picker back with the reason", async () => {
+    const other = await b.openPage();
+    // once this tab has rendered (and stored) the workspace, replace what it remembers
+    await other.locator('[data-testid="root"]', { hasText: root }).waitFor(T);
+    await other.evaluate(() => localStorage.setItem("ide:root", "/nonexistent-root-for-the-test"));
+    await other.reload();
+    await other.evaluate(() => window.__host.booted);
+    await other.locator('[data-testid="picker"] [role="alert"]').waitFor(T);
+    const code = await other.locator('[data-testid="picker"] [role="alert"]').getAttribute("data-code");
+    assert.match(code, /^S21[15]$/);
+    await other.locator('[aria-label="Roots"] li', { hasText: root }).getByRole("button", { name: "Open" }).click();
+    await row(other, join(root, "README.md")).waitFor(T);
+    await other.close();
   });
 
   test("hot reload and dispose leave exactly the page's own binding and handler", async () => {
