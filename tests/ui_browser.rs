@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use ide::config::Config;
-use support::harness::Engine;
+use support::harness::{Engine, Store};
 use support::ide_process::IdeProcess;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const WAIT: Duration = Duration::from_secs(20);
 const NODE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -158,6 +159,11 @@ struct World {
 
 /// `ide` jailed to a fresh temp dir holding `populate`'s tree.
 async fn start(populate: impl FnOnce(&Path)) -> World {
+    start_over(&Store::new(), populate).await
+}
+
+/// [`start`] with the engine over `store` (so it can be restarted).
+async fn start_over(store: &Store, populate: impl FnOnce(&Path)) -> World {
     let dir = tempfile::TempDir::new().expect("temp dir");
     let root = dir.path().canonicalize().expect("canonical").join("repo");
     std::fs::create_dir(&root).expect("mkdir repo");
@@ -168,7 +174,7 @@ async fn start(populate: impl FnOnce(&Path)) -> World {
     cfg.working_dir = Some(root.clone());
     let config_path = dir.path().join("config.yaml");
     std::fs::write(&config_path, cfg.to_value().to_string()).expect("write seed");
-    let engine = Engine::start().await;
+    let engine = Engine::start_with(0, store).await;
     let ide = IdeProcess::spawn(
         &[
             "--url",
@@ -258,4 +264,72 @@ async fn bench_page_load_and_big_file() {
         &[],
     )
     .await;
+}
+
+/// The page across an engine restart: the browser suite asks for the stop and
+/// the start over stdio (`IDE-CONTROL …` lines), this side does them on the
+/// same port and store and answers.
+#[tokio::test(flavor = "multi_thread")]
+async fn console_page_survives_an_engine_restart() {
+    if node_ready().is_none() {
+        return;
+    }
+    let Some(chromium) = chromium() else {
+        missing("chromium is not installed");
+        return;
+    };
+    let store = Store::new();
+    let world = start_over(&store, fixture).await;
+    let port = world.engine.port();
+    let mut engine = Some(world.engine);
+    let mut child = tokio::process::Command::new("node")
+        .current_dir(ui_dir())
+        .arg("test/browser/restart.test.mjs")
+        .env("IDE_ENGINE_URL", format!("ws://127.0.0.1:{port}"))
+        .env("IDE_TEST_ROOT", world.root.display().to_string())
+        .env("IDE_CHROMIUM", chromium.display().to_string())
+        .env("IDE_ARTIFACTS", artifacts().display().to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn node");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut output = String::new();
+    let run = async {
+        while let Some(line) = lines.next_line().await.expect("read node") {
+            output.push_str(&line);
+            output.push('\n');
+            let answer = match line.trim() {
+                "IDE-CONTROL stop-engine" => {
+                    if let Some(e) = engine.take() {
+                        e.stop().await;
+                    }
+                    "stopped\n"
+                }
+                "IDE-CONTROL start-engine" => {
+                    engine = Some(Engine::start_with(port, &store).await);
+                    "started\n"
+                }
+                _ => continue,
+            };
+            stdin
+                .write_all(answer.as_bytes())
+                .await
+                .expect("answer node");
+            stdin.flush().await.expect("flush");
+        }
+        child.wait().await.expect("node exit")
+    };
+    let status = tokio::time::timeout(NODE_TIMEOUT, run)
+        .await
+        .expect("node timed out");
+    eprintln!("{output}");
+    assert!(
+        status.success(),
+        "restart suite failed ({status}):\n{output}\nide logs:\n{}",
+        world.ide.logs()
+    );
 }

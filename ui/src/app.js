@@ -7,6 +7,8 @@ import { Api } from "./api.js";
 
 /** The base id of the per-tab change handler; the console appends `::<browserId>`. */
 export const CHANGED_HANDLER = "iii::ide-ui::changed";
+/** How long a reconnect waits for ide to answer before re-reading anyway. */
+const WORKER_WAIT_MS = 60_000;
 
 /**
  * @typedef {{path: string, kind: string, root: string, dir?: boolean, seq?: number, change_id?: string}} ChangeEvent
@@ -30,6 +32,9 @@ export class App {
     /** @type {null | {code: string, message: string}} */
     this.bindError = null;
     this.disposed = false;
+    this.reconnectAttempt = 0;
+    /** @type {Promise<void>} the last reconnect's wait for ide (tests await it) */
+    this.reconnectDone = Promise.resolve();
 
     this.handlerId = this.iii.browserId ? `${CHANGED_HANDLER}::${this.iii.browserId}` : CHANGED_HANDLER;
     if (typeof this.iii.on === "function") {
@@ -43,7 +48,7 @@ export class App {
       let wasConnected = true;
       const off = this.iii.addConnectionStateListener((state) => {
         const connected = state === "connected" || state === "Connected";
-        if (connected && !wasConnected) this.reconnected();
+        if (connected && !wasConnected) this.reconnectDone = this.reconnected();
         wasConnected = connected;
       });
       if (typeof off === "function") this.cleanups.push(off);
@@ -69,9 +74,28 @@ export class App {
     return () => this.reconnectListeners.delete(fn);
   }
 
-  reconnected() {
+  /**
+   * Back on the engine: bind again at once (the engine holds the binding
+   * until ide provides the type), then wait until ide answers — after an
+   * engine restart the tab is usually back before the worker is — and only
+   * then let the page re-read its files and folders.
+   */
+  async reconnected() {
     if (this.disposed) return;
     if (this.binding) this.bind(this.binding.root, true);
+    const attempt = ++this.reconnectAttempt;
+    let delay = 100;
+    for (const started = Date.now(); Date.now() - started < WORKER_WAIT_MS; ) {
+      try {
+        await this.api.call("shell::workspace::roots", {}, 5000);
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 2000);
+      }
+      if (this.disposed || attempt !== this.reconnectAttempt) return;
+    }
+    if (this.disposed || attempt !== this.reconnectAttempt) return;
     for (const fn of [...this.reconnectListeners]) fn();
   }
 

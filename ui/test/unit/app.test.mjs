@@ -51,7 +51,7 @@ test("one handler per tab, one binding per browsed root, all gone on dispose", (
   assert.equal(h.states.size, 0);
 });
 
-test("events reach listeners for the bound root only; a reconnect rebinds", () => {
+test("events reach listeners for the bound root only; a reconnect rebinds", async () => {
   const h = fakeHost();
   const app = new App({ iii: h.iii });
   app.bind("/r");
@@ -67,8 +67,30 @@ test("events reach listeners for the bound root only; a reconnect rebinds", () =
   const [listener] = h.states;
   listener("disconnected");
   listener("connected");
-  assert.equal(reconnects, 1);
   assert.equal(h.triggers.size, 1, "the old binding was replaced, not doubled");
+  await app.reconnectDone;
+  assert.equal(reconnects, 1);
+  app.dispose();
+});
+
+test("after a reconnect the page re-reads only once ide answers again", async () => {
+  const h = fakeHost();
+  let down = 2;
+  h.iii.trigger = async (id) => {
+    if (id === "shell::workspace::roots" && down-- > 0) throw { code: "function_not_found", message: "no ide yet" };
+    return { roots: [] };
+  };
+  const app = new App({ iii: h.iii });
+  app.bind("/r");
+  let reconnects = 0;
+  app.onReconnect(() => reconnects++);
+  const [listener] = h.states;
+  listener("disconnected");
+  listener("connected");
+  assert.equal(reconnects, 0, "not before ide is back");
+  await app.reconnectDone;
+  assert.equal(down, -1, "asked until it answered");
+  assert.equal(reconnects, 1);
   app.dispose();
 });
 
