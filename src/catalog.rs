@@ -435,6 +435,7 @@ impl Catalog {
             crate::fs::sed::def(),
         ];
         defs.extend(crate::workspace::defs());
+        defs.push(crate::ui::def());
         defs.extend(crate::pty::functions::defs());
         let trigger_types = vec![
             crate::exec::job_finished::trigger_type(),

@@ -42,5 +42,6 @@ pub mod sandbox;
 pub mod stream;
 #[cfg(test)]
 pub mod testkit;
+pub mod ui;
 pub mod watch;
 pub mod workspace;

@@ -12,6 +12,7 @@
 
 mod channels;
 mod config_sync;
+mod ui;
 
 use crate::catalog::{Binding, Catalog, ConfigSource, Outbound, Services, TriggerProvider};
 use crate::error::WireError;
@@ -111,8 +112,10 @@ pub async fn serve(
             return Err(e);
         }
     };
+    let ui = ui::UiBindings::default();
+    ui.publish(&iii);
     tokio::select! {
-        _ = watch_reconnects(&iii, &services) => {}
+        _ = watch_reconnects(&iii, &services, &ui) => {}
         _ = &mut shutdown => {}
     }
     services.shutdown().await;
@@ -375,7 +378,7 @@ fn bind_config_trigger(iii: &IIIClient) {
 /// After the engine restarts it has lost our configuration schema (values
 /// survive, schemas do not) and we may have missed updates: re-register the
 /// schema and re-apply the authoritative value on every reconnect.
-async fn watch_reconnects(iii: &IIIClient, services: &Arc<Services>) {
+async fn watch_reconnects(iii: &IIIClient, services: &Arc<Services>, ui: &ui::UiBindings) {
     let mut was_connected = true;
     loop {
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -383,6 +386,7 @@ async fn watch_reconnects(iii: &IIIClient, services: &Arc<Services>) {
         if connected && !was_connected {
             tracing::info!("reconnected to the engine; re-confirming configuration");
             config_sync::reregister(iii).await;
+            ui.publish(iii);
             let ctx = crate::catalog::Ctx::new(services.clone());
             match crate::control::on_config_change::reload(&ctx).await {
                 Ok(_) => tracing::info!("configuration re-confirmed after reconnect"),

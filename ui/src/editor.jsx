@@ -1,0 +1,198 @@
+// The editor area: one CodeMirror view for the active tab (its state, undo
+// history included, kept per path while the tab is open), a merge view for
+// diffs and comparisons, hex and image previews, and the banners that say
+// what the disk did.
+
+import { useEffect, useRef } from "react";
+import { EditorView, EditorState, editorExtensions, mergeView, themeFor, readOnlyExt } from "./codemirror.js";
+import { Banner, ErrorLine } from "./ui.jsx";
+
+/** Editor states of open tabs, by path (the tab model keeps text; this keeps history). */
+const states = new Map();
+
+/** @param {string} path */
+export function forgetEditorState(path) {
+  states.delete(path);
+}
+
+/** @param {{ctx: any, tab: import("./models/tabs.js").Tab}} props */
+export function EditorPane({ ctx, tab }) {
+  if (tab.state === "loading") return <div className="ide-empty">Opening {tab.path}…</div>;
+  if (tab.state === "error")
+    return (
+      <div className="ide-empty">
+        <ErrorLine error={tab.error} />
+      </div>
+    );
+  if (tab.kind === "diff") {
+    return (
+      <div className="ide-editor-wrap" data-testid="diff-view" data-path={tab.extra?.path}>
+        <Banner kind="info">
+          {tab.note ?? "Change"} — {tab.extra?.path}
+        </Banner>
+        <Merge a={tab.extra?.old ?? ""} b={tab.extra?.new ?? ""} path={tab.extra?.path ?? tab.path} dark={ctx.dark} />
+      </div>
+    );
+  }
+  if (tab.kind === "image") {
+    return (
+      <div className="ide-editor-wrap ide-preview">
+        {tab.note && <Banner kind="info">{tab.note}</Banner>}
+        <img alt={tab.path} src={tab.extra?.url} data-testid="image-preview" />
+      </div>
+    );
+  }
+  if (tab.kind === "hex") {
+    return (
+      <div className="ide-editor-wrap">
+        {tab.note && <Banner kind="info">{tab.note}</Banner>}
+        <pre className="ide-hex" data-testid="hex-view">
+          {tab.buffer}
+        </pre>
+      </div>
+    );
+  }
+  return (
+    <div className="ide-editor-wrap">
+      {tab.note && <Banner kind="info">{tab.note}</Banner>}
+      {tab.error && <ErrorLine error={tab.error} />}
+      {tab.conflict && (
+        <Banner
+          kind="error"
+          actions={[
+            { label: "Reload", onClick: () => ctx.resolve(tab.path, "reload") },
+            { label: "Compare", onClick: () => ctx.resolve(tab.path, "compare") },
+            { label: "Overwrite", onClick: () => ctx.resolve(tab.path, "overwrite") },
+          ]}
+        >
+          <span data-testid="conflict">
+            Not saved: the file changed on disk since it was read ({tab.conflict.error.code}: {tab.conflict.error.message}). Nothing was
+            overwritten.
+          </span>
+        </Banner>
+      )}
+      {!tab.conflict && tab.changedOnDisk && (
+        <Banner
+          kind="warn"
+          actions={[
+            { label: "Reload", onClick: () => ctx.resolve(tab.path, "reload") },
+            { label: "Compare", onClick: () => ctx.resolve(tab.path, "compare") },
+          ]}
+        >
+          <span data-testid="changed-on-disk">
+            {tab.changedOnDisk.deleted ? "Deleted on disk." : "Changed on disk."} Your edits are kept; saving will ask before it overwrites.
+          </span>
+        </Banner>
+      )}
+      {tab.compare ? (
+        <div className="ide-compare" data-testid="compare-view">
+          <div className="ide-compare-head">
+            <span>Yours</span>
+            <span>On disk</span>
+            <button className="ide-button small" onClick={() => ctx.tabs.hideCompare(tab.path)}>
+              Close compare
+            </button>
+          </div>
+          <Merge a={tab.compare.mine} b={tab.compare.disk} path={tab.path} dark={ctx.dark} />
+        </div>
+      ) : (
+        <CodeEditor ctx={ctx} tab={tab} />
+      )}
+    </div>
+  );
+}
+
+/** @param {{ctx: any, tab: import("./models/tabs.js").Tab}} props */
+function CodeEditor({ ctx, tab }) {
+  const host = useRef(/** @type {HTMLDivElement | null} */ (null));
+  const view = useRef(/** @type {any} */ (null));
+  const parts = useRef(/** @type {any} */ (null));
+  const readOnly = tab.kind !== "text";
+  const currentReplaced = useRef(tab.replaced);
+
+  useEffect(() => {
+    const el = host.current;
+    if (!el) return;
+    const path = tab.path;
+    const cached = states.get(path);
+    const reuse = cached && cached.replaced === tab.replaced;
+    const o = reuse
+      ? cached.parts
+      : editorExtensions({
+          path,
+          dark: ctx.dark,
+          readOnly,
+          eol: tab.extra?.eol ?? null,
+          onSave: () => ctx.save(path),
+          onChange: (doc) => ctx.tabs.edit(path, doc),
+        });
+    parts.current = o;
+    const state = reuse ? cached.state : EditorState.create({ doc: tab.buffer, extensions: o.extensions });
+    const v = new EditorView({ state, parent: el });
+    if (reuse) {
+      v.dispatch({ effects: [o.theme.reconfigure(themeFor(ctx.dark)), o.readOnly.reconfigure(readOnlyExt(readOnly))] });
+    }
+    view.current = v;
+    if (ctx.pendingLine.current?.path === path) {
+      goToLine(v, ctx.pendingLine.current.line);
+      ctx.pendingLine.current = null;
+    }
+    return () => {
+      states.set(path, { state: v.state, parts: o, replaced: currentReplaced.current });
+      v.destroy();
+      view.current = null;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [tab.path]);
+
+  // the model replaced the buffer (a read, a reload, a clean follow of the disk)
+  useEffect(() => {
+    currentReplaced.current = tab.replaced;
+    const v = view.current;
+    if (!v) return;
+    if (v.state.sliceDoc() !== tab.buffer) {
+      v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: tab.buffer } });
+    }
+  }, [tab.replaced]);
+
+  useEffect(() => {
+    const v = view.current;
+    if (!v || !parts.current) return;
+    v.dispatch({ effects: parts.current.theme.reconfigure(themeFor(ctx.dark)) });
+  }, [ctx.dark]);
+
+  useEffect(() => {
+    const v = view.current;
+    if (!v || !parts.current) return;
+    v.dispatch({ effects: parts.current.readOnly.reconfigure(readOnlyExt(readOnly)) });
+  }, [readOnly]);
+
+  useEffect(() => {
+    const p = ctx.pendingLine.current;
+    if (p && p.path === tab.path && view.current) {
+      goToLine(view.current, p.line);
+      ctx.pendingLine.current = null;
+    }
+  });
+
+  return <div className="ide-cm" data-testid="editor" data-path={tab.path} ref={host} />;
+}
+
+/** @param {any} v @param {number} line */
+function goToLine(v, line) {
+  const n = Math.max(1, Math.min(line, v.state.doc.lines));
+  const pos = v.state.doc.line(n).from;
+  v.dispatch({ selection: { anchor: pos }, effects: EditorView.scrollIntoView(pos, { y: "center" }) });
+}
+
+/** @param {{a: string, b: string, path: string, dark: boolean}} props */
+function Merge({ a, b, path, dark }) {
+  const host = useRef(/** @type {HTMLDivElement | null} */ (null));
+  useEffect(() => {
+    const el = host.current;
+    if (!el) return;
+    const m = mergeView({ parent: el, a, b, path, dark });
+    return () => m.destroy();
+  }, [a, b, path, dark]);
+  return <div className="ide-merge" ref={host} />;
+}

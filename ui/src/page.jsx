@@ -1,0 +1,95 @@
+// The ide console page. The console imports this module and calls setup(host)
+// once per load; the teardown it returns disposes every binding and handler
+// (hot reload, worker disconnect). Only `react` and `react/jsx-runtime` are
+// imported at run time; everything else is bundled.
+
+import { useEffect, useLayoutEffect, useState } from "react";
+import { App } from "./app.js";
+import { Workspace } from "./workspace.jsx";
+import { Picker } from "./picker.jsx";
+import { storage } from "./storage.js";
+
+/**
+ * @param {any} host
+ * @returns {() => void}
+ */
+export default function setup(host) {
+  const app = new App(host);
+  /** @type {Array<() => void>} */
+  const offs = [];
+  const pages = host.pages;
+  if (pages && typeof pages.register === "function") {
+    const off = pages.register({
+      id: "ide",
+      title: "IDE",
+      configurationId: "ide",
+      render: (/** @type {any} */ props) => <Page app={app} host={host} {...props} />,
+    });
+    if (typeof off === "function") offs.push(off);
+  } else {
+    console.error("ide: this console has no host.pages registrar; the IDE page is not shown");
+  }
+  return () => {
+    for (const off of offs.splice(0).reverse()) {
+      try {
+        off();
+      } catch (e) {
+        console.error("ide: unregistering the page failed", e);
+      }
+    }
+    app.dispose();
+  };
+}
+
+/** @param {any} host */
+function useTheme(host) {
+  if (typeof host.useTheme === "function") return host.useTheme();
+  return "light";
+}
+
+/** @param {{app: App, host: any}} props */
+function Page({ app, host }) {
+  const theme = useTheme(host);
+  const [root, setRoot] = useState(() => storage.get("root"));
+  const [picking, setPicking] = useState(() => !storage.get("root"));
+
+  const [rootError, setRootError] = useState(/** @type {any} */ (null));
+
+  useLayoutEffect(() => {
+    if (root) storage.set("root", root);
+  }, [root]);
+
+  // a remembered root may be gone or no longer allowed: ask again, saying why
+  useEffect(() => {
+    if (!root) return;
+    let live = true;
+    app.api.validate(root).catch((e) => {
+      if (!live) return;
+      setRootError(e);
+      setPicking(true);
+    });
+    return () => {
+      live = false;
+    };
+  }, [app, root]);
+
+  return (
+    <div className="ide-page" data-theme={theme}>
+      {picking || !root ? (
+        <Picker
+          app={app}
+          current={root}
+          initialError={rootError}
+          onPick={(/** @type {string} */ r) => {
+            setRootError(null);
+            setRoot(r);
+            setPicking(false);
+          }}
+          onCancel={root && !rootError ? () => setPicking(false) : null}
+        />
+      ) : (
+        <Workspace key={root} app={app} host={host} root={root} dark={theme === "dark"} onChangeRoot={() => setPicking(true)} />
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,398 @@
+// One browsed root: the tree and tab models, the live binding on the root,
+// opening (text, read-only, hex, image), saving with expected_revision and
+// the conflict choices, the diff that follows the writer, quick-open, and
+// what storage brings back on reload.
+
+import { useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
+import { TreeModel } from "./models/tree.js";
+import { TabsModel } from "./models/tabs.js";
+import { basename, imageType, join, relative, stealsView } from "./models/paths.js";
+import { EditorPane, forgetEditorState } from "./editor.jsx";
+import { sidePanes } from "./panes.jsx";
+import { storage } from "./storage.js";
+import { Button, ErrorLine } from "./ui.jsx";
+import { QuickOpen } from "./quickopen.jsx";
+
+const PAGE_SIZE = 1000;
+/** Text above this opens read-only. */
+export const BIG_TEXT_BYTES = 2 << 20;
+/** Largest text read at all (the worker caps reads at fs.max_read_bytes too). */
+const MAX_TEXT_BYTES = 16 << 20;
+const SNIFF_BYTES = 8192;
+const HEX_BYTES = 64 << 10;
+const MAX_IMAGE_BYTES = 16 << 20;
+/** A change event this soon after the page's own save of the path is that save. */
+const OWN_WRITE_MS = 3000;
+
+/** @param {string} b64 */
+function decodeBase64(b64) {
+  const bin = atob(b64);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+/** Binary when a NUL shows up or the bytes are not UTF-8 (a cut last character is fine).
+ * @param {Uint8Array} bytes @param {boolean} eof */
+export function looksBinary(bytes, eof) {
+  if (bytes.includes(0)) return true;
+  const body = eof ? bytes : bytes.subarray(0, Math.max(0, bytes.length - 4));
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(body);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/** @param {Uint8Array} bytes */
+export function hexDump(bytes) {
+  const lines = [];
+  for (let off = 0; off < bytes.length; off += 16) {
+    const row = bytes.subarray(off, off + 16);
+    const hex = Array.from(row, (b) => b.toString(16).padStart(2, "0")).join(" ");
+    const ascii = Array.from(row, (b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : ".")).join("");
+    lines.push(`${off.toString(16).padStart(8, "0")}  ${hex.padEnd(47, " ")}  ${ascii}`);
+  }
+  return lines.join("\n");
+}
+
+/** @param {number} n */
+function size(n) {
+  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(1)} MiB`;
+  if (n >= 1 << 10) return `${(n / (1 << 10)).toFixed(1)} KiB`;
+  return `${n} bytes`;
+}
+
+/** The status line when nothing is wrong.
+ * @param {string} root @param {import("./models/tabs.js").Tab | null} active @param {TreeModel} tree */
+function statusText(root, active, tree) {
+  if (!active) return `${tree.rows().length} rows`;
+  const path = active.kind === "diff" ? active.extra?.path ?? active.path : active.path;
+  const rel = relative(root, path) ?? path;
+  if (active.kind === "diff") return `diff of ${rel}`;
+  return active.revision ? `${rel} · revision ${active.revision.slice(0, 12)}` : rel;
+}
+
+/**
+ * @param {{app: import("./app.js").App, host: any, root: string, dark: boolean, onChangeRoot: () => void}} props
+ */
+export function Workspace({ app, host, root, dark, onChangeRoot }) {
+  const api = app.api;
+  const tree = useMemo(() => new TreeModel(root, (dir, page) => api.listFolder(dir, page, PAGE_SIZE)), [api, root]);
+  const tabs = useMemo(() => new TabsModel(), [root]);
+  useSyncExternalStore(
+    (fn) => tabs.subscribe(fn),
+    () => tabs.version,
+  );
+  const treeVersion = useSyncExternalStore(
+    (fn) => tree.subscribe(fn),
+    () => tree.version,
+  );
+  const [pane, setPane] = useState(() => storage.get("pane") ?? "explorer");
+  const [notice, setNotice] = useState(/** @type {any} */ (null));
+  const [quickOpen, setQuickOpen] = useState(false);
+  const ownWrites = useRef(/** @type {Map<string, number>} */ (new Map()));
+  const pendingLine = useRef(/** @type {null | {path: string, line: number}} */ (null));
+  const restored = useRef(false);
+
+  /** Read a file into its tab: text, read-only big text, hex or image. @param {string} path */
+  const load = async (path) => {
+    try {
+      const sniff = await api.readBytes(path, 0, SNIFF_BYTES);
+      const head = decodeBase64(sniff.content);
+      const image = imageType(path);
+      if (image && image !== "image/svg+xml") {
+        if (sniff.size > MAX_IMAGE_BYTES) {
+          tabs.loaded(path, { kind: "hex", content: hexDump(head), revision: null, note: `Image of ${size(sniff.size)}, too large to preview; the first bytes:` });
+          return;
+        }
+        const chunks = [head];
+        let offset = head.length;
+        let eof = sniff.eof;
+        while (!eof) {
+          const c = await api.readBytes(path, offset, 4 << 20);
+          const bytes = decodeBase64(c.content);
+          chunks.push(bytes);
+          offset += bytes.length;
+          eof = c.eof || bytes.length === 0;
+        }
+        const url = URL.createObjectURL(new Blob(chunks, { type: image }));
+        tabs.loaded(path, { kind: "image", content: "", revision: null, note: `${size(sniff.size)} image, preview`, extra: { url } });
+        return;
+      }
+      if (looksBinary(head, sniff.eof)) {
+        const r = sniff.size > head.length ? await api.readBytes(path, 0, HEX_BYTES) : sniff;
+        const bytes = r === sniff ? head : decodeBase64(r.content);
+        const shown = sniff.size > bytes.length ? `, the first ${size(bytes.length)}` : "";
+        tabs.loaded(path, { kind: "hex", content: hexDump(bytes), revision: null, note: `Binary file, ${size(sniff.size)} (read-only hex${shown})` });
+        return;
+      }
+      if (sniff.size > MAX_TEXT_BYTES) {
+        tabs.loaded(path, {
+          kind: "readonly",
+          content: new TextDecoder().decode(head),
+          revision: null,
+          note: `${size(sniff.size)}: too large to open; showing the first ${size(head.length)}, read-only`,
+        });
+        return;
+      }
+      const text = await api.readText(path, Math.max(sniff.size + 4096, 65536));
+      const big = sniff.size > BIG_TEXT_BYTES;
+      tabs.loaded(path, {
+        kind: big ? "readonly" : "text",
+        content: text.content,
+        revision: text.revision,
+        note: big ? `Large file (${size(sniff.size)}), open read-only` : null,
+        // the editor writes lines back with the file's own separator, and a save keeps the mode
+        extra: { eol: text.content.includes("\r\n") ? "\r\n" : null, mode: text.mode },
+      });
+    } catch (e) {
+      tabs.failed(path, /** @type {any} */ (e));
+    }
+  };
+
+  /** @param {string} path @param {{protected?: boolean, line?: number, background?: boolean}} [o] */
+  const openFile = (path, o = {}) => {
+    if (o.protected) {
+      setNotice({ code: "protected", message: `${relative(root, path) ?? path} matches the protected globs: ide does not read or write it, so it cannot be opened` });
+      return;
+    }
+    setNotice(null);
+    const active = tabs.active;
+    const fresh = tabs.open(path);
+    if (o.background && active) tabs.activate(active);
+    if (o.line) pendingLine.current = { path, line: o.line };
+    if (fresh) load(path);
+  };
+
+  /** @param {string} path */
+  const save = async (path) => {
+    const req = tabs.saveRequest(path);
+    if (!req) return;
+    await write(path, req.content, req.expected_revision);
+  };
+
+  /** @param {string} path @param {string} content @param {string | null} revision */
+  const write = async (path, content, revision) => {
+    tabs.saveStarted(path);
+    ownWrites.current.set(path, Date.now());
+    try {
+      const r = await api.save(path, content, revision, tabs.get(path)?.extra?.mode ?? null);
+      ownWrites.current.set(path, Date.now());
+      tabs.saved(path, content, r.revision);
+    } catch (e) {
+      tabs.saveFailed(path, /** @type {any} */ (e));
+    }
+  };
+
+  /** @param {string} path @param {"reload" | "compare" | "overwrite"} action */
+  const resolve = async (path, action) => {
+    try {
+      const disk = await api.readText(path, MAX_TEXT_BYTES);
+      if (action === "reload") tabs.reload(path, disk);
+      else if (action === "compare") tabs.showCompare(path, disk);
+      else {
+        const req = tabs.overwriteRequest(path, disk.revision);
+        if (req) await write(path, req.content, req.expected_revision);
+      }
+    } catch (e) {
+      tabs.update(path, (t) => {
+        t.error = /** @type {any} */ (e);
+      });
+    }
+  };
+
+  /** @param {string} path */
+  const close = (path) => {
+    const t = tabs.get(path);
+    if (t?.kind === "image" && t.extra?.url) URL.revokeObjectURL(t.extra.url);
+    forgetEditorState(path);
+    tabs.close(path);
+  };
+
+  /** A fresh read of an open tab after the disk moved. @param {string} path */
+  const refreshTab = async (path) => {
+    const t = tabs.get(path);
+    if (!t || t.state !== "ready" || (t.kind !== "text" && t.kind !== "readonly")) return;
+    try {
+      const disk = await api.readText(path, MAX_TEXT_BYTES);
+      tabs.diskChanged(path, disk);
+    } catch (e) {
+      const err = /** @type {any} */ (e);
+      if (err.code === "C211") tabs.diskChanged(path, { deleted: true });
+      else tabs.update(path, (x) => (x.error = err));
+    }
+  };
+
+  /** "The last written file follows the writer into view as a diff."
+   * @param {import("./app.js").ChangeEvent} e @param {string} abs */
+  const followWriter = async (e, abs) => {
+    const id = `diff:${abs}`;
+    try {
+      const d = await api.changeDiff(/** @type {string} */ (e.change_id));
+      const note = `${e.kind === "created" ? "Created" : "Changed"} by a writer${d.is_binary ? " (binary: no text diff)" : ""}`;
+      tabs.open(id, "diff");
+      tabs.loaded(id, { kind: "diff", content: "", revision: null, note, extra: { path: abs, old: d.old_contents ?? "", new: d.new_contents ?? "", change_id: e.change_id } });
+    } catch (err) {
+      setNotice(err);
+    }
+  };
+
+  // the live binding, storage restore, change events, reconnects
+  useEffect(() => {
+    app.bind(root);
+    if (!restored.current) {
+      restored.current = true;
+      const saved = storage.getJson(`state:${root}`);
+      tree.restore(Array.isArray(saved?.expanded) ? saved.expanded : []);
+      for (const p of Array.isArray(saved?.tabs) ? saved.tabs : []) if (typeof p === "string") openFile(p, { background: true });
+      if (typeof saved?.active === "string") tabs.activate(saved.active);
+    }
+    const offChange = app.onChange((e) => {
+      tree.apply(e);
+      if (e.kind === "rescan") {
+        for (const t of tabs.tabs) refreshTab(t.path);
+        return;
+      }
+      if (e.dir || e.path === ".git") return;
+      const abs = join(root, e.path);
+      if (tabs.get(abs)) {
+        if (e.kind === "deleted") tabs.diskChanged(abs, { deleted: true });
+        else refreshTab(abs);
+      }
+      const own = ownWrites.current.get(abs);
+      const mine = own !== undefined && Date.now() - own < OWN_WRITE_MS;
+      if (e.change_id && !mine && e.kind !== "deleted" && stealsView(e.path)) followWriter(e, abs);
+    });
+    const offReconnect = app.onReconnect(() => {
+      for (const d of tree.listings.keys()) tree.load(d);
+      for (const t of tabs.tabs) refreshTab(t.path);
+    });
+    return () => {
+      offChange();
+      offReconnect();
+      app.unbind();
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [app, root, tree, tabs]);
+
+  // remember expanded folders, open tabs and the active one (a layout effect: stored before the
+  // browser paints, so a reload right after any change finds it)
+  useLayoutEffect(() => {
+    if (!restored.current) return;
+    storage.setJson(`state:${root}`, { expanded: tree.expandedList(), ...tabs.persisted() });
+  }, [root, tree, tabs, tabs.version, treeVersion]);
+
+  useEffect(() => storage.set("pane", pane), [pane]);
+
+  useEffect(() => {
+    /** @param {KeyboardEvent} e */
+    const onKey = (e) => {
+      if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "p") {
+        e.preventDefault();
+        setQuickOpen(true);
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, []);
+
+  const active = tabs.active ? tabs.get(tabs.active) : null;
+  const ctx = {
+    app,
+    api,
+    host,
+    root,
+    rootName: basename(root) || root,
+    tree,
+    tabs,
+    dark,
+    activePath: active?.path ?? null,
+    openFile,
+    save,
+    resolve,
+    pendingLine,
+  };
+  const side = sidePanes.find((p) => p.id === pane) ?? sidePanes[0];
+
+  return (
+    <div className="ide-workspace">
+      <header className="ide-header">
+        <span className="ide-title">IDE</span>
+        <span className="ide-root" data-testid="root" title={root}>
+          {root}
+        </span>
+        <Button host={host} small onClick={onChangeRoot}>
+          Change workspace
+        </Button>
+        <Button host={host} small onClick={() => setQuickOpen(true)} title="Quick open (Ctrl+P)">
+          Go to file…
+        </Button>
+        {active?.kind === "text" && (
+          <Button host={host} small primary disabled={!active.dirty || active.saving} onClick={() => save(active.path)}>
+            {active.saving ? "Saving…" : "Save"}
+          </Button>
+        )}
+      </header>
+      <div className="ide-body">
+        <aside className="ide-side">
+          <nav className="ide-pane-tabs" role="tablist">
+            {sidePanes.map((p) => (
+              <button key={p.id} role="tab" aria-selected={p.id === side.id} className={p.id === side.id ? "active" : ""} onClick={() => setPane(p.id)}>
+                {p.title}
+              </button>
+            ))}
+          </nav>
+          <div className="ide-pane">{side.render(ctx)}</div>
+        </aside>
+        <main className="ide-main">
+          <div className="ide-tabs" role="tablist">
+            {tabs.tabs.map((t) => (
+              <div
+                key={t.path}
+                role="tab"
+                aria-selected={t.path === tabs.active}
+                className={`ide-tab${t.path === tabs.active ? " active" : ""}`}
+                data-path={t.path}
+                data-dirty={t.dirty ? "true" : "false"}
+                onClick={() => tabs.activate(t.path)}
+                title={t.kind === "diff" ? t.extra?.path : t.path}
+              >
+                {t.kind === "diff" ? `Δ ${basename(t.path.slice(5))}` : basename(t.path)}
+                {t.dirty && <span className="ide-dot">●</span>}
+                {t.changedOnDisk && <span className="ide-badge warn">disk</span>}
+                <button
+                  className="ide-close"
+                  aria-label={`Close ${basename(t.path)}`}
+                  onClick={(e) => {
+                    e.stopPropagation();
+                    close(t.path);
+                  }}
+                >
+                  ×
+                </button>
+              </div>
+            ))}
+          </div>
+          <div className="ide-editor">{active ? <EditorPane key={active.path} ctx={ctx} tab={active} /> : <div className="ide-empty">Open a file from the explorer, or press Ctrl+P.</div>}</div>
+        </main>
+      </div>
+      <footer className="ide-status">
+        <ErrorLine error={notice} />
+        {app.bindError && <ErrorLine error={app.bindError} />}
+        {!notice && !app.bindError && <span className="ide-muted">{statusText(root, active, tree)}</span>}
+      </footer>
+      {quickOpen && (
+        <QuickOpen
+          ctx={ctx}
+          onClose={() => setQuickOpen(false)}
+          onPick={(/** @type {string} */ p) => {
+            setQuickOpen(false);
+            openFile(p);
+          }}
+        />
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,77 @@
+// Shared setup of the browser suites: the test host server, headless
+// Chromium (Debian's, through playwright-core: no browser download), and an
+// "outside" caller — a second engine connection in its own page — for
+// writes the page did not make.
+
+import { chromium } from "playwright-core";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { startHost } from "../host/server.mjs";
+
+export const env = {
+  engine: must("IDE_ENGINE_URL"),
+  root: must("IDE_TEST_ROOT"),
+  chromium: must("IDE_CHROMIUM"),
+  artifacts: process.env.IDE_ARTIFACTS ?? join(process.cwd(), "test-artifacts"),
+};
+
+/** @param {string} name */
+function must(name) {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run the browser suites through \`cargo test --test ui_browser\``);
+  return v;
+}
+
+export async function launch() {
+  mkdirSync(env.artifacts, { recursive: true });
+  const host = await startHost();
+  const browser = await chromium.launch({
+    executablePath: env.chromium,
+    headless: true,
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  /** @type {string[]} */
+  const consoleErrors = [];
+  const hostUrl = `${host.url}/?engine=${encodeURIComponent(env.engine)}`;
+
+  /** Open the host page and wait until the page module is set up. */
+  const openPage = async () => {
+    const page = await context.newPage();
+    page.on("console", (m) => {
+      if (m.type() === "error") consoleErrors.push(m.text());
+    });
+    page.on("pageerror", (e) => consoleErrors.push(String(e)));
+    await page.goto(hostUrl);
+    await page.waitForFunction(() => /** @type {any} */ (window).__host?.booted !== undefined);
+    await page.evaluate(() => /** @type {any} */ (window).__host.booted);
+    return page;
+  };
+
+  const callerPage = await context.newPage();
+  await callerPage.goto(`${host.url}/client.html?engine=${encodeURIComponent(env.engine)}`);
+  await callerPage.waitForFunction(() => /** @type {any} */ (window).callerReady !== undefined);
+  await callerPage.evaluate(() => /** @type {any} */ (window).callerReady);
+
+  /** Call a function as a worker other than the page. @param {string} fn @param {any} payload */
+  const outside = (fn, payload) =>
+    callerPage.evaluate(([f, p]) => /** @type {any} */ (window).caller.trigger(f, p, { timeoutMs: 30000 }), [fn, payload]);
+
+  const close = async () => {
+    await browser.close();
+    await host.close();
+  };
+  return { browser, context, openPage, outside, close, consoleErrors };
+}
+
+/** A row of the explorer tree. @param {import("playwright-core").Page} page @param {string} abs */
+export function row(page, abs) {
+  return page.locator(`.ide-tree [data-path="${abs}"]`);
+}
+
+/** @param {import("playwright-core").Page} page @param {string} name */
+export async function screenshot(page, name) {
+  const path = join(env.artifacts, `${name}.png`);
+  await page.screenshot({ path });
+  return path;
+}

@@ -1,0 +1,71 @@
+// The page across an engine restart, driven by tests/ui_browser.rs: this file
+// runs under plain `node` (not `node --test`) so that it can talk to the Rust
+// side over stdio — it prints `IDE-CONTROL stop-engine`, the Rust side stops
+// the engine and answers `stopped`; `IDE-CONTROL start-engine` brings it back
+// on the same port and answers `started`.
+
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { join } from "node:path";
+import { env, launch, row } from "./common.mjs";
+
+const T = { timeout: 10_000 };
+const lines = createInterface({ input: process.stdin });
+const answers = [];
+const waiters = [];
+lines.on("line", (l) => {
+  const w = waiters.shift();
+  if (w) w(l.trim());
+  else answers.push(l.trim());
+});
+/** @param {string} what @param {string} expect */
+async function control(what, expect) {
+  process.stdout.write(`IDE-CONTROL ${what}\n`);
+  const got = answers.shift() ?? (await new Promise((r) => waiters.push(r)));
+  assert.equal(got, expect);
+}
+
+describe("the ide console page across an engine restart", () => {
+  /** @type {Awaited<ReturnType<typeof launch>>} */
+  let b;
+  /** @type {import("playwright-core").Page} */
+  let page;
+  const readme = join(env.root, "README.md");
+
+  before(async () => {
+    b = await launch();
+    page = await b.openPage();
+  });
+  after(async () => {
+    await b?.close();
+    lines.close();
+  });
+
+  test("rebinds, re-reads the open file written while the engine was down, and follows the disk again", async () => {
+    await page.locator('[aria-label="Roots"] li', { hasText: env.root }).getByRole("button", { name: "Open" }).click();
+    await row(page, readme).click();
+    await page.locator(`[data-testid="editor"][data-path="${readme}"] .cm-content`, { hasText: "A tree" }).waitFor(T);
+
+    await control("stop-engine", "stopped");
+    await page.waitForFunction(() => window.__host.client.state === "disconnected");
+    writeFileSync(readme, "# Fixture\n\nwritten while the engine was down\n");
+    await control("start-engine", "started");
+
+    await page.waitForFunction(() => window.__host.client.state === "connected", null, { timeout: 30_000 });
+    await page.locator(`[data-testid="editor"][data-path="${readme}"] .cm-content`, { hasText: "written while the engine was down" }).waitFor({ timeout: 30_000 });
+    assert.equal((await page.evaluate(() => window.__host.counts())).triggers, 1);
+
+    // live again once ide holds the new binding: write until an event shows
+    const later = join(env.root, "after-restart.md");
+    let shown = false;
+    for (let i = 0; i < 40 && !shown; i++) {
+      writeFileSync(later, `after ${i}\n`);
+      shown = await row(page, later)
+        .waitFor({ timeout: 500 })
+        .then(() => true, () => false);
+    }
+    assert.ok(shown, "no event after the restart");
+  });
+});

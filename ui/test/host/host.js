@@ -1,0 +1,167 @@
+// The test host: the documented console Host API over a real engine, and a
+// loader that does what the console does — fetch each asset through the
+// worker's content function (ide::ui-content), import the script as an ES
+// module (react resolves through this page's import map), call setup(host),
+// render registered pages inside the data-iii-ui scope wrapper, dispose on
+// reload. Test-host code only.
+
+import * as React from "react";
+import { createRoot } from "react-dom/client";
+import { connect } from "./iii-client.js";
+
+const h = React.createElement;
+const params = new URLSearchParams(location.search);
+const engineUrl = params.get("engine");
+const browserId = `console-${crypto.randomUUID()}`;
+const client = connect(engineUrl, browserId);
+
+// ─── theme (html[data-theme], like the console) ───
+const themeListeners = new Set();
+new MutationObserver(() => themeListeners.forEach((fn) => fn())).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+const currentTheme = () => (document.documentElement.dataset.theme === "dark" ? "dark" : "light");
+function useTheme() {
+  return React.useSyncExternalStore(
+    (fn) => {
+      themeListeners.add(fn);
+      return () => themeListeners.delete(fn);
+    },
+    currentTheme,
+  );
+}
+
+// ─── registries ───
+const pages = new Map();
+const pageListeners = new Set();
+const notifyPages = () => pageListeners.forEach((fn) => fn());
+let pagesVersion = 0;
+
+function makeHost(path) {
+  const cleanups = [];
+  const track = (off) => {
+    cleanups.push(off);
+    return off;
+  };
+  const handlers = new Map();
+  const host = {
+    path,
+    iii: {
+      browserId,
+      trigger: (id, payload, options) => client.trigger(id, payload, options),
+      on: (id, handler) => track(client.registerFunction(`${id}::${browserId}`, handler, { internal: true })),
+      registerTrigger: (input) => track(client.registerTrigger(input)),
+      addConnectionStateListener: (fn) => track(client.addConnectionStateListener(fn)),
+    },
+    components: {
+      // stand-ins with the console's prop names (variant, size)
+      Button: ({ variant = "default", size = "default", className = "", ...rest }) =>
+        h("button", { type: "button", ...rest, className: `host-button ${variant} ${size} ${className}`.trim() }),
+      Badge: (props) => h("span", { ...props, className: "host-badge" }),
+    },
+    useTheme,
+    pages: {
+      register(page) {
+        pages.set(page.id, { ...page, scope: path.split("/")[0] });
+        pagesVersion += 1;
+        notifyPages();
+        return track(() => {
+          if (pages.get(page.id)?.render === page.render) {
+            pages.delete(page.id);
+            pagesVersion += 1;
+            notifyPages();
+          }
+        });
+      },
+    },
+    functionCalls: { register: () => () => {} },
+    slots: { register: () => () => {} },
+    configForms: { register: () => () => {} },
+  };
+  return { host, cleanups, handlers };
+}
+
+// ─── loader ───
+const loaded = new Map();
+async function loadStyle(path) {
+  const r = await client.trigger("ide::ui-content", { path });
+  const url = URL.createObjectURL(new Blob([r.content], { type: r.content_type ?? "text/css" }));
+  const link = document.createElement("link");
+  link.rel = "stylesheet";
+  link.href = url;
+  link.dataset.iiiUi = path;
+  await new Promise((resolve, reject) => {
+    link.onload = resolve;
+    link.onerror = reject;
+    document.head.append(link);
+  });
+  document.querySelectorAll(`link[data-iii-ui="${path}"]`).forEach((l) => l !== link && l.remove());
+}
+async function loadScript(path) {
+  dispose(path);
+  const r = await client.trigger("ide::ui-content", { path });
+  if (r.content_type !== "text/javascript") throw new Error(`content_type ${r.content_type}`);
+  const url = URL.createObjectURL(new Blob([r.content], { type: "text/javascript" }));
+  const mod = await import(url);
+  if (typeof mod.default !== "function") throw new Error(`${path}: no default setup() export`);
+  const made = makeHost(path);
+  const teardown = await mod.default(made.host);
+  if (typeof teardown === "function") made.cleanups.push(teardown);
+  loaded.set(path, made);
+}
+function dispose(path) {
+  const l = loaded.get(path);
+  if (!l) return;
+  loaded.delete(path);
+  for (const fn of l.cleanups.splice(0).reverse()) {
+    try {
+      fn();
+    } catch (e) {
+      console.error("cleanup failed", e);
+    }
+  }
+}
+
+// ─── shell ───
+function Shell() {
+  React.useSyncExternalStore(
+    (fn) => {
+      pageListeners.add(fn);
+      return () => pageListeners.delete(fn);
+    },
+    () => pagesVersion,
+  );
+  const page = pages.get("ide");
+  return h(
+    "div",
+    { className: "host-shell" },
+    h("nav", { className: "host-nav" }, [...pages.values()].map((p) => h("span", { key: p.id, "data-page": p.id }, p.title))),
+    h(
+      "section",
+      { className: "host-main" },
+      page ? h("div", { "data-iii-ui": page.scope, style: { display: "contents" } }, h(page.render, {})) : h("p", null, "no page registered"),
+    ),
+  );
+}
+
+async function boot() {
+  await client.ready();
+  await loadStyle("ide/styles.css");
+  await loadScript("ide/page.js");
+  createRoot(document.getElementById("app")).render(h(React.StrictMode, null, h(Shell)));
+}
+
+window.__host = {
+  client,
+  booted: boot().then(
+    () => true,
+    (e) => {
+      console.error(e);
+      document.body.dataset.bootError = String(e?.message ?? JSON.stringify(e));
+      throw e;
+    },
+  ),
+  /** Hot reload: dispose the module's registrations, import it again, set up again. */
+  reload: () => loadScript("ide/page.js"),
+  dispose: () => dispose("ide/page.js"),
+  counts: () => client.counts(),
+  pages: () => [...pages.keys()],
+};

@@ -1,0 +1,134 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { App, CHANGED_HANDLER } from "../../src/app.js";
+import { asCallError } from "../../src/api.js";
+import setup from "../../dist/page.js";
+
+/** A fake host.iii recording what the page registers. */
+function fakeHost() {
+  const handlers = new Map();
+  const triggers = new Map();
+  const states = new Set();
+  let n = 0;
+  const iii = {
+    browserId: "console-test",
+    calls: /** @type {any[]} */ ([]),
+    trigger: async (id, payload, options) => {
+      iii.calls.push([id, payload, options]);
+      return {};
+    },
+    on: (id, h) => {
+      handlers.set(`${id}::console-test`, h);
+      return () => handlers.delete(`${id}::console-test`);
+    },
+    registerTrigger: (input) => {
+      const id = ++n;
+      triggers.set(id, input);
+      return () => triggers.delete(id);
+    },
+    addConnectionStateListener: (fn) => {
+      states.add(fn);
+      return () => states.delete(fn);
+    },
+  };
+  return { iii, handlers, triggers, states };
+}
+
+test("one handler per tab, one binding per browsed root, all gone on dispose", () => {
+  const h = fakeHost();
+  const app = new App({ iii: h.iii });
+  assert.deepEqual([...h.handlers.keys()], [`${CHANGED_HANDLER}::console-test`]);
+  app.bind("/r");
+  app.bind("/r");
+  assert.equal(h.triggers.size, 1);
+  assert.deepEqual([...h.triggers.values()][0], { type: "shell::changed", function_id: `${CHANGED_HANDLER}::console-test`, config: { path: "/r" } });
+  app.bind("/other");
+  assert.equal(h.triggers.size, 1);
+  assert.equal([...h.triggers.values()][0].config.path, "/other");
+  app.dispose();
+  assert.equal(h.triggers.size, 0);
+  assert.equal(h.handlers.size, 0);
+  assert.equal(h.states.size, 0);
+});
+
+test("events reach listeners for the bound root only; a reconnect rebinds", async () => {
+  const h = fakeHost();
+  const app = new App({ iii: h.iii });
+  app.bind("/r");
+  const seen = [];
+  app.onChange((e) => seen.push(e.path));
+  const handler = h.handlers.get(`${CHANGED_HANDLER}::console-test`);
+  handler({ path: "a.rs", kind: "created", root: "/r" });
+  handler({ path: "b.rs", kind: "created", root: "/elsewhere" });
+  handler({ nonsense: true });
+  assert.deepEqual(seen, ["a.rs"]);
+  let reconnects = 0;
+  app.onReconnect(() => reconnects++);
+  const [listener] = h.states;
+  listener("disconnected");
+  listener("connected");
+  assert.equal(h.triggers.size, 1, "the old binding was replaced, not doubled");
+  await app.reconnectDone;
+  assert.equal(reconnects, 1);
+  app.dispose();
+});
+
+test("after a reconnect the page re-reads only once ide answers again", async () => {
+  const h = fakeHost();
+  let down = 2;
+  h.iii.trigger = async (id) => {
+    if (id === "shell::workspace::roots" && down-- > 0) throw { code: "function_not_found", message: "no ide yet" };
+    return { roots: [] };
+  };
+  const app = new App({ iii: h.iii });
+  app.bind("/r");
+  let reconnects = 0;
+  app.onReconnect(() => reconnects++);
+  const [listener] = h.states;
+  listener("disconnected");
+  listener("connected");
+  assert.equal(reconnects, 0, "not before ide is back");
+  await app.reconnectDone;
+  assert.equal(down, -1, "asked until it answered");
+  assert.equal(reconnects, 1);
+  app.dispose();
+});
+
+test("a console without registerTrigger or on still loads; the missing feature is reported", () => {
+  const app = new App({ iii: { trigger: async () => ({}) } });
+  app.bind("/r");
+  assert.equal(app.bindError?.code, "unsupported");
+  app.dispose();
+});
+
+test("wire errors keep their code and message, whatever shape the client rejects with", () => {
+  assert.deepEqual({ ...asCallError({ code: "C221", message: "stale" }) }, { code: "C221" });
+  assert.equal(asCallError({ code: "C221", message: "stale" }).message, "stale");
+  assert.equal(asCallError(new Error("remote error (S210): bad path")).code, "S210");
+  assert.equal(asCallError(new Error("C211: not found")).message, "not found");
+  assert.equal(asCallError({ error: { code: "C213", message: "exists" } }).code, "C213");
+  assert.equal(asCallError("boom").code, "error");
+});
+
+test("the built bundle's setup registers the ide page and its teardown disposes everything", () => {
+  const h = fakeHost();
+  const pages = [];
+  const teardown = setup({
+    iii: h.iii,
+    pages: {
+      register: (p) => {
+        pages.push(p);
+        return () => pages.splice(pages.indexOf(p), 1);
+      },
+    },
+  });
+  assert.equal(pages.length, 1);
+  assert.equal(pages[0].id, "ide");
+  assert.equal(pages[0].title, "IDE");
+  assert.equal(pages[0].configurationId, "ide");
+  assert.equal(typeof pages[0].render, "function");
+  assert.equal(h.handlers.size, 1);
+  teardown();
+  assert.equal(pages.length, 0);
+  assert.equal(h.handlers.size, 0);
+});
