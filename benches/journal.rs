@@ -43,87 +43,69 @@ fn main() {
     let catalog = Catalog::standard();
 
     // --- update-file of 100 KB, with and without the journal --------------
-    let line = format!("{}\n", "x".repeat(99));
-    std::fs::write(root.join("f.txt"), format!("flip\n{}", line.repeat(1000))).unwrap();
-    let edit = |from: &str, to: &str| json!({"files": [{"path": "f.txt", "ops": [{"op": "replace", "pattern": from, "replacement": to}]}]});
-    let mut with = Vec::new();
-    let mut without = Vec::new();
+    // One timed call, journaled or inside `journal::without`.
+    let timed = |edit: serde_json::Value, journaled: bool| {
+        let call = catalog.call(&services, "coder::update-file", edit);
+        let t = Instant::now();
+        let v = if journaled {
+            rt.block_on(call)
+        } else {
+            rt.block_on(ide::journal::without(call))
+        };
+        let took = t.elapsed();
+        let id = &v.unwrap()["results"][0]["change_id"];
+        assert_eq!(id.is_string(), journaled);
+        took
+    };
+    // `n` calls each side, interleaved (the two sides alternate which goes
+    // first); `edit` gives the i-th call's request.
     let n = 200;
-    for i in 0..n {
-        // Every call changes the file (flip <-> flop), so every one writes;
-        // the two sides alternate which goes first.
-        let journaled_first = i % 2 == 0;
-        for journaled in [journaled_first, !journaled_first] {
-            let (a, b) = if std::fs::read_to_string(root.join("f.txt"))
-                .unwrap()
-                .starts_with("flip")
-            {
-                ("flip", "flop")
-            } else {
-                ("flop", "flip")
-            };
-            let call = catalog.call(&services, "coder::update-file", edit(a, b));
-            let t = Instant::now();
-            let v = if journaled {
-                rt.block_on(call)
-            } else {
-                rt.block_on(ide::journal::without(call))
-            };
-            let took = t.elapsed();
-            let id = &v.unwrap()["results"][0]["change_id"];
-            assert_eq!(id.is_string(), journaled);
-            if journaled {
-                with.push(took);
-            } else {
-                without.push(took);
+    let compare = |what: &str, edit: &mut dyn FnMut() -> serde_json::Value| {
+        let (mut with, mut without) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            let journaled_first = i % 2 == 0;
+            for journaled in [journaled_first, !journaled_first] {
+                let took = timed(edit(), journaled);
+                if journaled {
+                    with.push(took);
+                } else {
+                    without.push(took);
+                }
             }
         }
-    }
-    let (w, wo) = (median(with), median(without));
-    println!("coder::update-file of a 100 KB file, {n} calls each side, interleaved:");
-    println!(
-        "  median with journal {:.3} ms   without {:.3} ms   ratio {:.2}x",
-        ms(w),
-        ms(wo),
-        ms(w) / ms(wo)
-    );
-
-    // --- the same with a body never seen before on every call -------------
-    // (flip/flop above revisits two bodies, which the store then holds; here
-    // each journaled call stores a new 100 KB body durably)
+        let (w, wo) = (median(with), median(without));
+        println!("coder::update-file of a 100 KB file, {what}, {n} calls each side, interleaved:");
+        println!(
+            "  median with journal {:.3} ms   without {:.3} ms   ratio {:.2}x",
+            ms(w),
+            ms(wo),
+            ms(w) / ms(wo)
+        );
+    };
+    let line = format!("{}\n", "x".repeat(99));
+    // Every call changes the file (flip <-> flop), so every one writes; the
+    // store then holds both bodies.
+    std::fs::write(root.join("f.txt"), format!("flip\n{}", line.repeat(1000))).unwrap();
+    compare("the body alternating between two versions", &mut || {
+        let flip = std::fs::read_to_string(root.join("f.txt"))
+            .unwrap()
+            .starts_with("flip");
+        let (a, b) = if flip {
+            ("flip", "flop")
+        } else {
+            ("flop", "flip")
+        };
+        json!({"files": [{"path": "f.txt", "ops": [{"op": "replace", "pattern": a, "replacement": b}]}]})
+    });
+    // A body never seen before on every call: each journaled call stores a
+    // new 100 KB body durably.
     std::fs::write(root.join("g.txt"), format!("v0\n{}", line.repeat(1000))).unwrap();
-    let (mut with, mut without) = (Vec::new(), Vec::new());
     let mut version = 0u64;
-    for i in 0..n {
-        let journaled_first = i % 2 == 0;
-        for journaled in [journaled_first, !journaled_first] {
-            let edit = json!({"files": [{"path": "g.txt", "ops": [{"op": "replace",
-                "pattern": format!("v{version}\n"), "replacement": format!("v{}\n", version + 1)}]}]});
-            version += 1;
-            let call = catalog.call(&services, "coder::update-file", edit);
-            let t = Instant::now();
-            let v = if journaled {
-                rt.block_on(call)
-            } else {
-                rt.block_on(ide::journal::without(call))
-            };
-            let took = t.elapsed();
-            assert_eq!(v.unwrap()["results"][0]["success"], json!(true));
-            if journaled {
-                with.push(took);
-            } else {
-                without.push(took);
-            }
-        }
-    }
-    let (w, wo) = (median(with), median(without));
-    println!("coder::update-file of a 100 KB file, a new body every call, {n} calls each side:");
-    println!(
-        "  median with journal {:.3} ms   without {:.3} ms   ratio {:.2}x",
-        ms(w),
-        ms(wo),
-        ms(w) / ms(wo)
-    );
+    compare("a new body every call", &mut || {
+        version += 1;
+        json!({"files": [{"path": "g.txt", "ops": [{"op": "replace",
+            "pattern": format!("v{}\n", version - 1), "replacement": format!("v{version}\n")}]}]})
+    });
 
     // --- turns::list over 100 000 changes ---------------------------------
     let big = dir.path().join("turns-100k");
