@@ -64,7 +64,20 @@ fn init_logging() {
         .init();
 }
 
+/// At most two malloc arenas (glibc's default is eight per core): every
+/// thread arena keeps its own free lists and slack, which measured as a few
+/// MB of resident memory across a worker's threads (BENCHMARKS.md, terminal
+/// sessions); the worker's hot paths are I/O, not allocator contention.
+fn limit_malloc_arenas() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: called first thing in main, before any other thread exists.
+    unsafe {
+        nix::libc::mallopt(nix::libc::M_ARENA_MAX, 2);
+    }
+}
+
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     let cli = Cli::parse();
     init_logging();
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -81,8 +94,7 @@ fn main() -> ExitCode {
         None => rt.block_on(serve(cli.url, &cli.config)),
         Some(Command::Functions) => {
             let catalog = Catalog::standard();
-            println!("{}", pretty(&catalog.to_json()));
-            ExitCode::SUCCESS
+            emit(&pretty(&catalog.to_json()), ExitCode::SUCCESS)
         }
         Some(Command::Call {
             function_id,
@@ -93,6 +105,42 @@ fn main() -> ExitCode {
 
 fn pretty(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+/// Print `text` and a newline to stdout, then exit with `code`. A reader
+/// that went away (`ide functions | head`) ends the output quietly: nothing
+/// is left to say and no one to say it to.
+fn emit(text: &str, code: ExitCode) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out
+        .write_all(text.as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+    {
+        Ok(()) => code,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => code,
+        Err(e) => {
+            eprintln!("cannot write the result to stdout: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Exit status of `ide call` when the call answered but an entry of its
+/// batch (`results[]`) failed.
+const BATCH_ENTRY_FAILED: u8 = 3;
+
+/// Whether an answer is a batch with a failed entry (`results: [{success:
+/// false, …}]`, as `coder::update-file`/`create-file`/`delete-file`/`move`,
+/// batch `coder::read-file` and `shell::fs::sed` answer).
+fn has_failed_entry(v: &serde_json::Value) -> bool {
+    v.get("results")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|r| {
+            r.iter()
+                .any(|e| e.get("success") == Some(&serde_json::Value::Bool(false)))
+        })
 }
 
 async fn serve(url: String, config: &Path) -> ExitCode {
@@ -140,7 +188,8 @@ async fn shutdown_signal() {
 }
 
 /// `ide call`: exit 0 with the result, 1 with a function error envelope on
-/// stdout, 2 for bad usage or a configuration that cannot be enforced.
+/// stdout, 2 for bad usage or a configuration that cannot be enforced, 3
+/// with the result when an entry of its batch failed.
 async fn call(config: &Path, function_id: &str, payload: Option<&str>) -> ExitCode {
     let text = match payload {
         None => "{}".to_string(),
@@ -172,9 +221,8 @@ async fn call(config: &Path, function_id: &str, payload: Option<&str>) -> ExitCo
         || (function_id == "shell::exec"
             && payload.get("on_timeout") == Some(&"background".into()));
     if backgrounds {
-        println!(
-            "{}",
-            pretty(&serde_json::json!({
+        return emit(
+            &pretty(&serde_json::json!({
                 "code": "S210",
                 "message": format!(
                     "{function_id} with a background job cannot run in one-shot `ide call`: the \
@@ -182,9 +230,9 @@ async fn call(config: &Path, function_id: &str, payload: Option<&str>) -> ExitCo
                      engine against a serving worker (iii trigger {function_id} ...), or call \
                      shell::exec without on_timeout: \"background\""
                 ),
-            }))
+            })),
+            ExitCode::from(1),
         );
-        return ExitCode::from(1);
     }
     let runtime = match load_seed(config).and_then(Runtime::build) {
         Ok(r) => r,
@@ -198,15 +246,16 @@ async fn call(config: &Path, function_id: &str, payload: Option<&str>) -> ExitCo
     services.shutdown().await;
     match result {
         Ok(v) => {
-            println!("{}", pretty(&v));
-            ExitCode::SUCCESS
+            let code = if has_failed_entry(&v) {
+                ExitCode::from(BATCH_ENTRY_FAILED)
+            } else {
+                ExitCode::SUCCESS
+            };
+            emit(&pretty(&v), code)
         }
-        Err(e) => {
-            println!(
-                "{}",
-                pretty(&serde_json::json!({"code": e.code, "message": e.message}))
-            );
-            ExitCode::from(1)
-        }
+        Err(e) => emit(
+            &pretty(&serde_json::json!({"code": e.code, "message": e.message})),
+            ExitCode::from(1),
+        ),
     }
 }

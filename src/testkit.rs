@@ -122,8 +122,32 @@ pub fn pid_alive(pid: i32) -> bool {
     }
 }
 
-/// Fields this worker adds to the published shapes (all optional).
-const ADDITIVE: [&str; 3] = ["turn_id", "session_id", "change_id"];
+/// Fields this worker adds to the published shapes (all optional): the
+/// change history's ids, and `note` (an answer saying why it may surprise:
+/// include globs that matched no file).
+const ADDITIVE: [&str; 4] = ["turn_id", "session_id", "change_id", "note"];
+
+/// Descriptions reworded on purpose (same shape), each with the words the
+/// new one must hold: the globs of `shell::fs::grep`/`sed` match relative
+/// to `path`, which the published text left unsaid.
+const REWORDED: [(&str, &str); 4] = [
+    (
+        "shell::fs::grep request_schema/properties/include_glob/description",
+        "relative to `path`",
+    ),
+    (
+        "shell::fs::grep request_schema/properties/exclude_glob/description",
+        "relative to `path`",
+    ),
+    (
+        "shell::fs::sed request_schema/properties/include_glob/description",
+        "relative to `path`",
+    ),
+    (
+        "shell::fs::sed request_schema/properties/exclude_glob/description",
+        "relative to `path`",
+    ),
+];
 
 /// Differences between two schema values. Numbers compare by value
 /// (schemars writes `0.0` where the published page shows `0`); the change
@@ -147,6 +171,10 @@ fn schema_diffs(a: &Value, b: &Value, at: &str, diffs: &mut Vec<String>) {
         }
         (Value::Number(x), Value::Number(y)) if x.as_f64() == y.as_f64() => {}
         _ if a == b => {}
+        (Value::String(ours), _)
+            if REWORDED
+                .iter()
+                .any(|(path, words)| at == *path && ours.contains(words)) => {}
         _ => diffs.push(format!("{at}: {a} != {b}")),
     }
 }

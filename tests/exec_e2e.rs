@@ -591,3 +591,56 @@ async fn sandbox_targets_are_refused_when_disabled() {
     assert!(err.message.contains("sandbox.enabled"));
     w.stop().await;
 }
+
+#[tokio::test]
+async fn status_shows_the_tail_of_a_finished_jobs_long_output() {
+    let w = start(|_| {}).await;
+    let (_client, mut rx) = w.subscriber("test::on-long-job").await;
+    let job_id = format!("job-{}", uuid::Uuid::new_v4());
+    w.bind("test::on-long-job", json!({"job_id": job_id}), None)
+        .await;
+    w.ok(
+        "shell::exec_bg",
+        json!({"command": "sh", "job_id": job_id, "args": ["-c",
+            "i=0; while [ $i -lt 20000 ]; do echo \"test_$i ... ok\"; i=$((i+1)); done; echo '20000 passed'"]}),
+    )
+    .await;
+    let (event, _) = next(&mut rx).await;
+    assert_eq!(event["status"], "finished");
+    let s = w
+        .ok(
+            "shell::status",
+            json!({"job_id": job_id, "max_output_bytes": 13, "keep": "tail"}),
+        )
+        .await;
+    assert_eq!(s["job"]["stdout"], "20000 passed\n", "{s}");
+    assert_eq!(s["job"]["stdout_truncated"], true);
+    let total: u64 = (0..20000u64)
+        .map(|i| format!("test_{i} ... ok\n").len() as u64)
+        .sum::<u64>()
+        + 13;
+    assert_eq!(s["job"]["stdout_dropped_bytes"], total - 13);
+    let s = w
+        .ok(
+            "shell::status",
+            json!({"job_id": job_id, "max_output_bytes": 40, "keep": "both"}),
+        )
+        .await;
+    let out = s["job"]["stdout"].as_str().unwrap();
+    assert!(out.starts_with("test_0 ... ok\n"), "{out:?}");
+    assert!(out.ends_with("20000 passed\n"), "{out:?}");
+    assert!(
+        out.contains(&format!("\n[… {} bytes cut …]\n", total - 40)),
+        "{out:?}"
+    );
+    // without keep: the head, as before
+    let s = w.ok("shell::status", json!({"job_id": job_id})).await;
+    assert!(
+        s["job"]["stdout"]
+            .as_str()
+            .unwrap()
+            .starts_with("test_0 ... ok\n")
+    );
+    assert_eq!(s["job"]["stdout_dropped_bytes"], 0);
+    w.stop().await;
+}

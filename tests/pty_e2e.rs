@@ -4,6 +4,7 @@
 
 mod support;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,8 +65,13 @@ struct Console {
     function_id: String,
     _client: IIIClient,
     rx: mpsc::UnboundedReceiver<Value>,
+    /// Frames that landed ahead of their turn, by sequence.
+    early: BTreeMap<u64, Value>,
     delay_ms: Arc<AtomicU64>,
 }
+
+/// How far apart frames may land: the worker's delivery window.
+const WINDOW: u64 = 4;
 
 fn b64(s: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(s)
@@ -129,6 +135,7 @@ impl World {
             function_id,
             _client: client,
             rx,
+            early: BTreeMap::new(),
             delay_ms,
         }
     }
@@ -151,6 +158,47 @@ impl World {
 }
 
 impl Console {
+    /// Take one frame that landed: deliveries overtake each other in the
+    /// engine, so the page reorders by `sequence` — but never sees one twice,
+    /// one it already passed, or one further ahead than the window.
+    fn accept(&mut self, next_seq: u64, ev: Value) {
+        let seq = ev["sequence"].as_u64().expect("sequence");
+        assert!(
+            seq >= next_seq && seq < next_seq + WINDOW,
+            "frame {seq} landed while expecting {next_seq}: {ev}"
+        );
+        assert!(self.early.insert(seq, ev).is_none(), "frame {seq} twice");
+    }
+
+    /// The frame numbered `seq`, waiting until `deadline`.
+    async fn frame(&mut self, seq: u64, deadline: tokio::time::Instant) -> Option<Value> {
+        loop {
+            if let Some(ev) = self.early.remove(&seq) {
+                return Some(ev);
+            }
+            let ev = tokio::time::timeout_at(deadline, self.rx.recv())
+                .await
+                .ok()??;
+            self.accept(seq, ev);
+        }
+    }
+
+    /// Everything that already landed, in order from `next_seq`, with no gap.
+    fn drain(&mut self, next_seq: &mut u64) {
+        while let Ok(ev) = self.rx.try_recv() {
+            self.accept(*next_seq, ev);
+        }
+        while let Some(ev) = self.early.remove(next_seq) {
+            assert_eq!(ev["sequence"], json!(*next_seq));
+            *next_seq += 1;
+        }
+        assert!(
+            self.early.is_empty(),
+            "a gap before {:?}",
+            self.early.keys()
+        );
+    }
+
     /// Frames until the text so far satisfies `pred`; checks sequence order.
     async fn until(&mut self, next_seq: &mut u64, pred: impl Fn(&str) -> bool) -> String {
         let mut text = Vec::new();
@@ -160,11 +208,10 @@ impl Console {
             if pred(&s) {
                 return s;
             }
-            let ev = tokio::time::timeout_at(deadline, self.rx.recv())
+            let ev = self
+                .frame(*next_seq, deadline)
                 .await
-                .unwrap_or_else(|_| panic!("output never matched; got {s:?}"))
-                .unwrap();
-            assert_eq!(ev["sequence"], json!(*next_seq), "in order, no gap: {ev}");
+                .unwrap_or_else(|| panic!("output never matched; got {s:?}"));
             *next_seq += 1;
             text.extend(unb64(&ev["data"]));
         }
@@ -206,10 +253,7 @@ async fn a_console_types_detaches_reattaches_and_closes() {
         .await;
     assert_eq!(d["status"], "detached");
     // detach returns after any delivery in flight: what arrived is all there is
-    while let Ok(ev) = console.rx.try_recv() {
-        assert_eq!(ev["sequence"], json!(seq));
-        seq += 1;
-    }
+    console.drain(&mut seq);
     let seen = seq - 1;
     w.ok(
         "shell::pty::write",
@@ -308,11 +352,11 @@ async fn a_slow_console_under_a_flood_keeps_the_worker_flat_and_ctrl_c_works() {
     let ide_pid = w.ide.pid().expect("ide runs");
     let before = rss(ide_pid);
     for _ in 0..20 {
-        let ev = tokio::time::timeout(WAIT, console.rx.recv())
+        let deadline = tokio::time::Instant::now() + WAIT;
+        console
+            .frame(seq, deadline)
             .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(ev["sequence"], json!(seq));
+            .expect("the flood goes on");
         seq += 1;
     }
     let after = rss(ide_pid);

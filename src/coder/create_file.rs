@@ -40,7 +40,7 @@ pub struct CreateFileSpec {
     /// Octal permission bits as a string, e.g. "0644". Defaults to "0644".
     #[serde(default = "default_mode")]
     pub mode: String,
-    /// Optimistic-concurrency guard for an overwrite: the `revision` from coder::read-file; if the content changed the entry fails C221 unwritten.
+    /// Optimistic-concurrency guard for an overwrite: the `revision` from any coder::read-file of this file (full, window, stat or batch entry); if the content changed the entry fails C221 unwritten.
     #[serde(default)]
     pub expected_revision: Option<String>,
 }
@@ -192,8 +192,9 @@ pub fn check_revision(raw: &str, target: &Resolved, expected: &str) -> Result<()
             Class::RevisionConflict,
             format!(
                 "{raw:?} changed since it was read (current revision {current}, expected \
-                 {expected}); nothing was written. Re-read it with coder::read-file and apply \
-                 your change to the new content"
+                 {expected}); nothing was written. Re-read it with coder::read-file (a \
+                 window or stat: true is enough, every read returns the current revision) and \
+                 retry with that revision as expected_revision"
             ),
         ));
     }

@@ -39,7 +39,7 @@ pub struct InfoOutput {
     pub base_paths: Vec<String>,
     /// Convenience duplicate of `base_paths[0]` — the primary allowed root. Relative paths resolve against this directory UNLESS `session_root` is set, which takes precedence.
     pub primary_root: String,
-    /// The session's working directory when the caller runs under a harness-stamped filesystem scope; `null` otherwise. When set, THIS is what relative wire paths (and `coder::search` glob matching) anchor against — not `primary_root`. Pass it as `base_dir` on each call to scope it.
+    /// The session's working directory when the caller runs under a harness-stamped filesystem scope; `null` otherwise. When set, THIS is what relative wire paths anchor against — not `primary_root`. Pass it as `base_dir` on each call to scope it.
     pub session_root: Option<String>,
     /// Per-file IO ceiling for `coder::read-file` (`fs.max_read_bytes`; 0 = unlimited). Full reads of larger files are rejected with C218; windowed reads cap the returned window bytes instead. Also the ceiling for `coder::search` content scanning — larger files are skipped.
     pub max_read_bytes: u64,
@@ -67,8 +67,10 @@ pub struct InfoOutput {
     pub search_response_budget_bytes: u64,
     /// Noise-exclusion globs (root-relative): omitted from `coder::search`, pruned to childless stubs in `coder::tree`. Hide-only — no access protection. Pass `use_default_excludes: false` to look inside.
     pub default_exclude_globs: Vec<String>,
-    /// Glob patterns matched root-relative. Matching files are listable but not readable/writable/deletable/creatable; they return C211 exactly like a missing path.
+    /// Glob patterns matched root-relative. Matching files are listable but not readable/writable/deletable/creatable through `coder::*` and `shell::fs::*`; they return C211 exactly like a missing path. Commands are NOT confined by them (see `exec_confinement`).
     pub non_accessible_globs: Vec<String>,
+    /// What confines commands (`shell::exec`, `shell::exec_bg`, `shell::pty::*`): only their `cwd` goes through the jail. `non_accessible_globs`, `fs.denylist_paths` and the roots do not apply to what a command reads or writes — `cat .env` works. Host exec is not a security boundary; the operator's OS-level setup is.
+    pub exec_confinement: String,
     /// Default working directory of commands (`working_dir` resolved against the worker's cwd, or the worker's cwd).
     pub working_dir: String,
     /// Worker version.
@@ -80,12 +82,20 @@ pub fn def() -> FunctionDef {
         "coder::info",
         "Report the coder access contract: mode (jailed | unjailed), allowed roots (primary \
          first), the session_root relative paths anchor against, size caps, response budgets, \
-         listing/search limits, non-accessible globs and default_exclude_globs. Call it first \
-         when a path is rejected.",
+         listing/search limits, non-accessible globs and default_exclude_globs, and what \
+         confines commands (exec_confinement: shell::exec is not bound by the protected globs). \
+         Call it first when a path is rejected.",
         Flags::NONE,
         |ctx: Ctx, _req: InfoInput| async move { Ok::<_, Failure>(info(&ctx)) },
     )
 }
+
+/// `exec_confinement`: the difference between protected paths and commands.
+pub const EXEC_CONFINEMENT: &str = "Commands (shell::exec, shell::exec_bg, shell::pty::*) are \
+     not confined by non_accessible_globs, fs.denylist_paths or the allowed roots: only their \
+     cwd is resolved through the jail, and a command reads and writes whatever this worker's OS \
+     user can (`cat .env` prints a protected file). Host exec is not a security boundary; \
+     protection from commands is the operator's OS-level setup (user, sandbox target).";
 
 /// The report for the call's snapshot.
 pub fn info(ctx: &Ctx) -> InfoOutput {
@@ -119,6 +129,7 @@ pub fn info(ctx: &Ctx) -> InfoOutput {
         search_response_budget_bytes: code.search_response_budget_bytes,
         default_exclude_globs: code.default_exclude_globs.clone(),
         non_accessible_globs: code.non_accessible_globs.clone(),
+        exec_confinement: EXEC_CONFINEMENT.to_string(),
         working_dir: rt.working_dir.display().to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
     }
@@ -154,6 +165,12 @@ mod tests {
         assert_eq!(out["max_read_bytes"], 16_777_216);
         assert_eq!(out["version"], env!("CARGO_PKG_VERSION"));
         assert_eq!(out["non_accessible_globs"][0], "**/.env");
+        let exec = out["exec_confinement"].as_str().unwrap();
+        assert!(
+            exec.contains("not confined by non_accessible_globs"),
+            "{exec}"
+        );
+        assert!(exec.contains("cat .env"), "{exec}");
     }
 
     #[test]

@@ -169,6 +169,82 @@ pub fn read_window<R: Read>(
     })
 }
 
+/// A reader that passes every byte through a SHA-256 and a line count, so a
+/// windowed read or a stat probe can also give the whole file's `revision`
+/// from the same open file: read what the answer needs through it, then
+/// [`Tap::finish`] reads the rest (constant memory) and returns the digest.
+pub struct Tap<R> {
+    inner: R,
+    hasher: sha2::Sha256,
+    newlines: u64,
+    last: Option<u8>,
+    /// Bytes read through so far.
+    seen: u64,
+}
+
+impl<R: Read> Tap<R> {
+    pub fn new(inner: R) -> Tap<R> {
+        use sha2::Digest;
+        Tap {
+            inner,
+            hasher: sha2::Sha256::new(),
+            newlines: 0,
+            last: None,
+            seen: 0,
+        }
+    }
+
+    /// Read the rest of the stream; then the revision (SHA-256 hex) and the
+    /// line count of every byte that went through.
+    pub fn finish(self) -> Result<(String, u64), Failure> {
+        self.finish_within(u64::MAX)
+            .map(|done| done.expect("an unlimited read reaches the end"))
+    }
+
+    /// [`Tap::finish`], reading at most `limit` bytes in all: `None` when
+    /// the stream holds more (a file that grew past `fs.max_read_bytes`
+    /// while it was read has no revision, rather than one of a prefix).
+    pub fn finish_within(mut self, limit: u64) -> Result<Option<(String, u64)>, Failure> {
+        use sha2::Digest;
+        let mut buf = vec![0u8; SCAN_BUFFER];
+        loop {
+            if self.seen > limit {
+                return Ok(None);
+            }
+            let room = usize::try_from(limit - self.seen)
+                .unwrap_or(usize::MAX)
+                .saturating_add(1)
+                .min(buf.len());
+            match self.read(&mut buf[..room]) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Failure::io(format!("read failed: {e}"))),
+            }
+        }
+        if self.seen > limit {
+            return Ok(None);
+        }
+        let total = self.newlines + u64::from(self.last.is_some_and(|b| b != b'\n'));
+        Ok(Some((super::hex(&self.hasher.finalize()), total)))
+    }
+}
+
+impl<R: Read> Read for Tap<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use sha2::Digest;
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            let got = &buf[..n];
+            self.hasher.update(got);
+            self.newlines += memchr::memchr_iter(b'\n', got).count() as u64;
+            self.last = got.last().copied();
+            self.seen += n as u64;
+        }
+        Ok(n)
+    }
+}
+
 /// Stream a whole file: (total_lines, is_utf8), constant memory.
 pub fn scan<R: Read>(source: R) -> Result<(u64, bool), Failure> {
     let mut reader = BufReader::with_capacity(SCAN_BUFFER, source);
@@ -210,6 +286,34 @@ mod tests {
 
     fn win(s: &str, from: u64, to: Option<u64>, cap: Option<u64>) -> WindowText {
         read_window(s.as_bytes(), from, to, cap, false).unwrap()
+    }
+
+    #[test]
+    fn a_tap_hashes_and_counts_what_a_window_left_unread() {
+        let body: String = (1..=50_000).map(|i| format!("{i}\n")).collect();
+        let mut tap = Tap::new(body.as_bytes());
+        let w = read_window(&mut tap, 10, Some(11), None, false).unwrap();
+        assert_eq!(w.content, "10\n11\n");
+        let (revision, total) = tap.finish().unwrap();
+        assert_eq!(revision, crate::coder::revision_of(body.as_bytes()));
+        assert_eq!(total, 50_000);
+        // no final newline: the last line still counts
+        let (_, total) = Tap::new(&b"a\nb"[..]).finish().unwrap();
+        assert_eq!(total, 2);
+        // more than the limit: no revision of a prefix
+        let len = body.len() as u64;
+        assert!(
+            Tap::new(body.as_bytes())
+                .finish_within(len - 1)
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            Tap::new(body.as_bytes())
+                .finish_within(len)
+                .unwrap()
+                .is_some()
+        );
     }
 
     #[test]

@@ -83,10 +83,15 @@ impl EntryKind {
 /// SHA-256 hex of bytes: the `revision` of a file's exact content.
 pub fn revision_of(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lower-case hex of a digest.
+pub fn hex(digest: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(digest.len() * 2);
     for b in digest {
-        out.push_str(&format!("{b:02x}"));
+        let _ = write!(out, "{b:02x}");
     }
     out
 }

@@ -2,12 +2,17 @@
 //!
 //! - Full read: the whole file, budgeted by `code.max_output_bytes` (a
 //!   per-call `max_output_bytes` is clamped to `fs.max_read_bytes`); over
-//!   budget → C218 carrying size, total_lines and the recovery calls. Carries
-//!   `revision` (SHA-256 of the exact bytes).
+//!   budget → C218 carrying size, total_lines and the recovery calls.
 //! - Window (`line_from`/`line_to`): streamed from disk, so a file of any size
 //!   is readable slice by slice; returned bytes capped by `fs.max_read_bytes`.
 //! - `stat: true`: size/mode/mtime/total_lines/is_utf8, no content.
 //! - Batch (`paths[]`): entries in order against `batch_read_budget_bytes`.
+//!
+//! Every successful read of a file up to `fs.max_read_bytes` carries
+//! `revision` (SHA-256 of the whole file's exact bytes): a window or a stat
+//! reads the rest of the same open file through [`lines::Tap`], so an agent
+//! can guard an edit of lines it read in a window. A larger file has none
+//! (a window of it reads only what it returns).
 
 use super::lines::{self, WindowText};
 use super::{blocking, mode_bits, mtime_secs, resolve, resolve_scope, revision_of};
@@ -71,11 +76,13 @@ pub struct ReadFileInput {
     /// Batch of files to read in one call (bare path strings or window objects), processed in order against batch_read_budget_bytes; XOR with `path`.
     #[serde(default)]
     pub paths: Option<Vec<ReadTarget>>,
-    /// First line (1-based, >= 1) of a windowed read; windows keep files over max_read_bytes readable slice by slice. `path` mode only.
+    /// First line (1-based, >= 1; 0 is refused C210) of a windowed read; defaults to 1 when only `line_to` is set. Windows keep files over max_read_bytes readable slice by slice. `path` mode only.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub line_from: Option<u64>,
-    /// Last line of the window, 1-based inclusive, >= `line_from`; omit to read from `line_from` to EOF. `path` mode only.
+    /// Last line of the window, 1-based inclusive, >= `line_from` (C210 otherwise); omit to read from `line_from` to EOF. `path` mode only.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub line_to: Option<u64>,
     /// Prefix each line with its absolute 1-based file line number (`N→`), matching coder::update-file line ops; C210 with `stat`. `path` mode only.
     #[serde(default)]
@@ -108,7 +115,7 @@ pub struct ReadFileOutput {
     pub mode: Option<u32>,
     /// Last-modified time as a Unix epoch in seconds. **Single-path mode only.**
     pub mtime: Option<i64>,
-    /// Total number of lines in the file. Present only when the read traversed the whole file: always for full reads and stat; for windowed reads only when the stream naturally reached EOF within the byte cap. **Single-path mode only.**
+    /// Total number of lines in the file. Present whenever the read traversed the whole file: always for full reads and stat; for windowed reads when the file fits `max_read_bytes` (it is hashed to the end for `revision`) or the window reached EOF within the byte cap. **Single-path mode only.**
     pub total_lines: Option<u64>,
     /// Number of lines in `content`. **Single-path mode only.**
     pub lines_returned: Option<u64>,
@@ -116,7 +123,7 @@ pub struct ReadFileOutput {
     pub more_lines: Option<bool>,
     /// Whether `content` survived UTF-8 conversion without losing bytes (for stat: whether the whole file is valid UTF-8). **Single-path mode only.**
     pub is_utf8: Option<bool>,
-    /// SHA-256 hex of the file's exact bytes. Present for complete single-path reads only; pass it as `expected_revision` to `coder::create-file` / `coder::update-file` for a conflict-safe write.
+    /// SHA-256 hex of the WHOLE file's exact bytes — on full reads, windowed reads and `stat: true` alike (a window or a stat still hashes the rest of the file), for files up to `max_read_bytes`; null for a larger file. Pass it as `expected_revision` to `coder::create-file` / `coder::update-file` for a conflict-safe write: an agent that read lines 2500–2510 can guard its edit without re-reading the file. **Single-path mode only; batch entries carry their own.**
     pub revision: Option<String>,
     /// Per-entry results for a batch `paths[]` request. **Present only when the request used `paths[]`.**
     pub results: Option<Vec<ReadEntryResult>>,
@@ -139,7 +146,7 @@ pub struct ReadEntryResult {
     pub mode: Option<u32>,
     /// Last-modified time as a Unix epoch in seconds. `null` on failure.
     pub mtime: Option<i64>,
-    /// Total lines in the file; present when the stream reached EOF during this entry's read.
+    /// Total lines in the file; present when this entry's read traversed the whole file (always for a file up to `max_read_bytes`).
     pub total_lines: Option<u64>,
     /// Number of lines returned in `content`. `null` on failure.
     pub lines_returned: Option<u64>,
@@ -147,6 +154,8 @@ pub struct ReadEntryResult {
     pub more_lines: Option<bool>,
     /// Whether `content` survived UTF-8 conversion without losing bytes. `null` on failure.
     pub is_utf8: Option<bool>,
+    /// SHA-256 hex of the WHOLE file's exact bytes, for every successful entry (full, window or stat) of a file up to `max_read_bytes`; pass it as `expected_revision` when writing. `null` on failure or for a larger file.
+    pub revision: Option<String>,
 }
 
 pub fn def() -> FunctionDef {
@@ -154,9 +163,11 @@ pub fn def() -> FunctionDef {
         "coder::read-file",
         "Read a file. stat: true probes size/mtime/total_lines without content; \
          line_from/line_to (1-based, inclusive) read a window of a file of any size; numbered: \
-         true prefixes absolute line numbers; paths[] (XOR path) batch-reads. Full reads carry \
-         revision (pass it as expected_revision when writing). Paths: relative to the primary \
-         root or absolute inside an allowed root (see coder::info).",
+         true prefixes absolute line numbers; paths[] (XOR path) batch-reads. Every read — \
+         full, window, stat and each batch entry — carries the whole file's revision (files up \
+         to max_read_bytes): pass it as expected_revision when writing, no full re-read needed. \
+         Paths: relative to the primary root or absolute inside an allowed root (see \
+         coder::info).",
         Flags::NONE,
         |ctx: Ctx, req: ReadFileInput| async move { read_file(&ctx, req).await },
     )
@@ -262,7 +273,23 @@ fn read_one(
         mtime: o.mtime,
         ..Answer::default()
     };
+    // The whole file's revision comes with every read of a file that fits
+    // max_read_bytes: a window or a stat reads the rest through a hash.
+    let hashed = max_read.is_none_or(|m| o.size <= m);
+    let hash_limit = max_read.unwrap_or(u64::MAX);
+    let prefixed = |f: Failure| Failure::new(f.class, format!("{raw:?}: {}", f.message));
     match plan {
+        Plan::Stat if hashed => {
+            let mut tap = lines::Tap::new(file);
+            let (total, valid) = lines::scan(&mut tap).map_err(prefixed)?;
+            // None: it grew past max_read_bytes while it was read
+            a.revision = tap
+                .finish_within(hash_limit)
+                .map_err(prefixed)?
+                .map(|(revision, _)| revision);
+            a.total_lines = Some(total);
+            a.is_utf8 = Some(valid);
+        }
         Plan::Stat => {
             let (total, valid) = lines::scan(file)?;
             a.total_lines = Some(total);
@@ -273,14 +300,28 @@ fn read_one(
                 (Some(b), Some(m)) => Some(b.min(m)),
                 (b, m) => b.or(m),
             };
+            // A file over max_read_bytes is not hashed: its window reads
+            // only up to what it returns.
+            let (window, whole) = if hashed {
+                let mut tap = lines::Tap::new(file);
+                let window = lines::read_window(&mut tap, from, to, cap, numbered);
+                let window = window.map_err(prefixed)?;
+                (window, tap.finish_within(hash_limit).map_err(prefixed)?)
+            } else {
+                let window = lines::read_window(file, from, to, cap, numbered);
+                (window.map_err(prefixed)?, None)
+            };
             let WindowText {
                 content,
                 lines_returned,
                 more_lines,
-                total_lines,
+                mut total_lines,
                 is_utf8,
-            } = lines::read_window(file, from, to, cap, numbered)
-                .map_err(|f| Failure::new(f.class, format!("{raw:?}: {}", f.message)))?;
+            } = window;
+            if let Some((revision, total)) = whole {
+                a.revision = Some(revision);
+                total_lines = Some(total);
+            }
             a.cost = content.len() as u64;
             a.content = Some(content);
             a.lines_returned = Some(lines_returned);
@@ -580,6 +621,7 @@ async fn batch(
                     lines_returned: a.lines_returned,
                     more_lines: a.more_lines,
                     is_utf8: a.is_utf8,
+                    revision: a.revision,
                 });
             }
             Err(f) => results.push(failed(raw, f)),

@@ -47,6 +47,49 @@ pub fn build(command: &str, args: Option<&[String]>) -> Result<Vec<String>, Fail
     }
 }
 
+/// Words a shell would read as an operator; here they are plain arguments.
+pub const SHELL_OPERATORS: [&str; 7] = ["|", "||", "&&", ";", ">", ">>", "<"];
+
+/// The `note` of an answer whose argv holds a bare shell operator: the
+/// command ran as given, and how to ask for a shell.
+pub fn shell_operator_note(argv: &[String]) -> Option<String> {
+    let found: Vec<&str> = argv
+        .iter()
+        .skip(1)
+        .filter_map(|a| {
+            SHELL_OPERATORS
+                .iter()
+                .find(|op| **op == a.as_str())
+                .copied()
+        })
+        .collect();
+    if found.is_empty() {
+        return None;
+    }
+    let mut ops: Vec<&str> = Vec::new();
+    for op in found {
+        if !ops.contains(&op) {
+            ops.push(op);
+        }
+    }
+    let quoted: Vec<String> = ops.iter().map(|o| format!("{o:?}")).collect();
+    Some(format!(
+        "no shell interprets the command: {} reached {:?} as plain argument(s), not as shell \
+         operators, and the command ran exactly as given. For a pipeline, list or redirect run \
+         a shell explicitly: command: \"sh\", args: [\"-c\", {:?}]",
+        quoted.join(", "),
+        argv[0],
+        argv.iter()
+            .map(|a| if SHELL_OPERATORS.contains(&a.as_str()) {
+                std::borrow::Cow::Borrowed(a.as_str())
+            } else {
+                shell_words::quote(a)
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +126,31 @@ mod tests {
         assert_eq!(
             build("my prog", Some(&s(&["x"]))).unwrap(),
             s(&["my prog", "x"])
+        );
+    }
+
+    #[test]
+    fn bare_shell_operators_are_noted_and_quoted_ones_are_not() {
+        let argv = build("git diff --stat | tail -1", None).unwrap();
+        assert_eq!(argv, s(&["git", "diff", "--stat", "|", "tail", "-1"]));
+        let note = shell_operator_note(&argv).unwrap();
+        assert!(note.contains("\"|\" reached \"git\""), "{note}");
+        assert!(
+            note.contains(r#"command: "sh", args: ["-c", "git diff --stat | tail -1"]"#),
+            "{note}"
+        );
+        for op in SHELL_OPERATORS {
+            let argv = s(&["echo", "a", op, "b"]);
+            assert!(shell_operator_note(&argv).is_some(), "{op}");
+        }
+        // an operator inside a word, or as the program, is not bare
+        assert!(shell_operator_note(&s(&["echo", "a|b", "x>y"])).is_none());
+        assert!(shell_operator_note(&s(&["sh", "-c", "a | b"])).is_none());
+        // repeated operators are named once
+        let note = shell_operator_note(&s(&["a", "|", "b", "|", "c", "&&", "d"])).unwrap();
+        assert!(
+            note.starts_with(r#"no shell interprets the command: "|", "&&" reached"#),
+            "{note}"
         );
     }
 

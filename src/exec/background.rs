@@ -12,6 +12,7 @@
 //! `killed`); `timeout_ms` is ignored on the host. Sandbox jobs forward
 //! `timeout_ms` and cannot be hard-killed.
 
+use super::capture::Shape;
 use super::jobs::{JobStatus, NewJob, Runner, Started};
 use super::process::{self, Outputs};
 use super::{HostFields, argv, denylist, host_spec, output_cap, sandbox_target, timeout};
@@ -54,19 +55,25 @@ pub struct ExecBgRequest {
     pub timeout_ms: Option<u64>,
 }
 
-// The started job. No field descriptions, to match the published schema.
+// The started job. The published fields carry no descriptions, as
+// published; `note` is this worker's addition.
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(title = "ExecBgResponse")]
 pub struct ExecBgResponse {
     pub job_id: String,
     pub argv: Vec<String>,
+    /// Present when the argv holds a bare shell operator (`|`, `||`, `&&`, `;`, `>`, `>>`, `<`): no shell interprets it, the program receives it as an argument; the note gives the `sh -c` form. The job runs as given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 pub fn def() -> FunctionDef {
     function(
         "shell::exec_bg",
         "Spawn a background job; returns { job_id, argv } immediately. Accepts the shell::exec \
-         payload plus optional job_id. Register shell::job-finished with a fresh job_id before \
+         payload (no shell interprets the command either; not on_timeout, max_output_bytes or \
+         keep: a job keeps both ends of its output, and shell::status shows the part asked for) \
+         plus optional job_id. Register shell::job-finished with a fresh job_id before \
          calling exec_bg with that same ID, or omit job_id to generate one. Duplicate retained \
          IDs reject before execution. Host jobs ignore timeout_ms and use the configured \
          background hard cap; read output with shell::status, list jobs with shell::list. \
@@ -99,7 +106,7 @@ pub async fn exec_bg(ctx: Ctx, req: ExecBgRequest) -> Result<ExecBgResponse, Fai
                 id: req.job_id.as_deref(),
                 argv: argv.clone(),
                 runner: Runner::Sandbox,
-                outputs: Outputs::new(),
+                outputs: Outputs::new(Shape::job(output_cap(&ctx.runtime))),
                 started: Started::now(),
             },
             &ctx.runtime,
@@ -108,23 +115,23 @@ pub async fn exec_bg(ctx: Ctx, req: ExecBgRequest) -> Result<ExecBgResponse, Fai
         let task_job = job.clone();
         tokio::spawn(async move {
             let job = task_job;
-            let cap = output_cap(&job.runtime);
             match sandbox_target::run(&ctx, &sandbox_id, &job.argv, timeout_ms).await {
                 Ok(out) => {
-                    job.outputs.stdout.set(out.stdout.as_bytes(), cap);
-                    job.outputs.stderr.set(out.stderr.as_bytes(), cap);
+                    job.outputs.stdout.set(out.stdout.as_bytes());
+                    job.outputs.stderr.set(out.stderr.as_bytes());
                     jobs.finish(&job, JobStatus::Finished, out.exit_code, None);
                 }
                 Err(f) => {
                     let wire = f.to_wire(crate::error::Surface::Shell);
                     let message = format!("{FN} failed ({}): {}", wire.code, wire.message);
-                    job.outputs.stderr.set(message.as_bytes(), cap);
+                    job.outputs.stderr.set(message.as_bytes());
                     jobs.finish(&job, JobStatus::Failed, None, Some(message));
                 }
             }
         });
         return Ok(ExecBgResponse {
             job_id: job.id.clone(),
+            note: argv::shell_operator_note(&argv),
             argv,
         });
     }
@@ -135,7 +142,7 @@ pub async fn exec_bg(ctx: Ctx, req: ExecBgRequest) -> Result<ExecBgResponse, Fai
             id: req.job_id.as_deref(),
             argv: argv.clone(),
             runner: Runner::Host(OnceLock::new()),
-            outputs: Outputs::new(),
+            outputs: Outputs::new(Shape::job(output_cap(&ctx.runtime))),
             started: Started::now(),
         },
         &ctx.runtime,
@@ -149,6 +156,7 @@ pub async fn exec_bg(ctx: Ctx, req: ExecBgRequest) -> Result<ExecBgResponse, Fai
     }
     Ok(ExecBgResponse {
         job_id: job.id.clone(),
+        note: argv::shell_operator_note(&argv),
         argv,
     })
 }

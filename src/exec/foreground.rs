@@ -14,9 +14,12 @@
 //! missing or not accessible, S215 cwd escapes the jail, S216 the program
 //! cannot be started; sandbox codes pass through.
 
+use super::capture::{Keep, Shape};
 use super::jobs::{NewJob, Runner, Started};
 use super::process::{self, KILL_GRACE, Outputs};
-use super::{HostFields, argv, denylist, host_spec, output_cap, sandbox_target, timeout};
+use super::{
+    HostFields, argv, denylist, host_spec, output_cap, output_limit, sandbox_target, timeout,
+};
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::Failure;
 use crate::sandbox::{Target, check_sandbox_call};
@@ -55,6 +58,12 @@ pub struct ExecRequest {
     /// What to do with a host command still running at its deadline: "kill" (default) kills its process group; "background" keeps it running as a background job and returns timed_out: true, the output so far and its job_id (then use shell::status, shell::kill, shell::job-finished). Host only.
     #[serde(default)]
     pub on_timeout: OnTimeout,
+    /// Bytes of each stream (stdout, stderr) this answer keeps, clamped to the configured `max_output_bytes` (default: that cap, 1 MiB unless configured). The command's output is read to its end either way; `*_dropped_bytes` says how much was left out.
+    #[serde(default)]
+    pub max_output_bytes: Option<u64>,
+    /// Which part of a longer stream to keep: "head" (default: the first `max_output_bytes`), "tail" (the last ones — where test runners and compilers print their summary) or "both" (the first and last halves, joined by a line `[… N bytes cut …]`).
+    #[serde(default)]
+    pub keep: Keep,
 }
 
 /// What happens to a command still running at its deadline.
@@ -68,8 +77,9 @@ pub enum OnTimeout {
     Background,
 }
 
-// The result of a foreground command. Field descriptions are left out to
-// match the published schema; `job_id` is this worker's addition.
+// The result of a foreground command. The published fields carry no
+// descriptions, as published; `job_id`, `*_dropped_bytes` and `note` are
+// this worker's additions (optional in the schema).
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(title = "ExecResponse")]
 pub struct ExecResponse {
@@ -80,6 +90,15 @@ pub struct ExecResponse {
     pub duration_ms: u64,
     pub stdout_truncated: bool,
     pub stderr_truncated: bool,
+    /// Bytes of stdout the command wrote that are not in `stdout` (0 when `stdout_truncated` is false); with `keep: "both"` they are the ones the cut marker stands for.
+    #[serde(default)]
+    pub stdout_dropped_bytes: u64,
+    /// Bytes of stderr the command wrote that are not in `stderr`.
+    #[serde(default)]
+    pub stderr_dropped_bytes: u64,
+    /// Present when the argv holds a bare shell operator (`|`, `||`, `&&`, `;`, `>`, `>>`, `<`): no shell interpreted it, the program received it as an argument, and the note says how to run a shell instead. The command still ran as given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Present only when `on_timeout: "background"` handed the still-running command over to a background job: its id for shell::status, shell::kill and shell::job-finished.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job_id: Option<String>,
@@ -88,8 +107,16 @@ pub struct ExecResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::exec",
-        "Run a command in the foreground and return its full output. Put the program in \
-         `command` (string) and arguments in `args` (string[]), never argv in `command`. \
+        "Run a command in the foreground and return its output. No shell interprets it: put \
+         the program in `command` and its arguments in `args` (string[]), or omit `args` and \
+         `command` is split into words shell-words style (quotes and backslashes only; `|`, \
+         `&&`, `;`, `>`, globs and `$VARS` reach the program as plain arguments, and the answer \
+         carries a `note`). For shell syntax ask for a shell: command: \"sh\", args: [\"-c\", \
+         \"git diff --stat | tail -1\"]. Output: each stream keeps `max_output_bytes` (per \
+         call, clamped to the configured cap) — `keep: head` (default), `tail` or `both`; \
+         `*_truncated` and `*_dropped_bytes` say what was left out. Not confined by \
+         code.non_accessible_globs: a command reads what the worker's OS user can (`cat .env` \
+         works); only cwd goes through the jail — host exec is not a security boundary. \
          Host-only cwd/env/stdin reject S210 on a sandbox target. Errors return { code, message \
          }; common: S216 host exec error, S300 VM boot failed, S200 in-VM failure.",
         Flags::NONE,
@@ -100,6 +127,7 @@ pub fn def() -> FunctionDef {
 pub async fn exec(ctx: Ctx, req: ExecRequest) -> Result<ExecResponse, Failure> {
     let started = Started::now();
     let argv = argv::build(&req.command, req.args.as_deref())?;
+    let limit = output_limit(&ctx.runtime, req.max_output_bytes);
     let fields = HostFields {
         cwd: req.cwd,
         env: req.env,
@@ -119,23 +147,34 @@ pub async fn exec(ctx: Ctx, req: ExecRequest) -> Result<ExecResponse, Failure> {
             ));
         }
         denylist::check(&ctx.runtime.command_denylist, &argv)?;
+        let note = argv::shell_operator_note(&argv);
         let out = sandbox_target::run(&ctx, sandbox_id, &argv, Some(deadline_ms)).await?;
-        let c = out.capped(output_cap(&ctx.runtime));
+        let c = out.capped(req.keep, limit);
         return Ok(ExecResponse {
-            stdout: c.stdout,
-            stderr: c.stderr,
+            stdout: c.stdout.text,
+            stderr: c.stderr.text,
             exit_code: c.exit_code,
             timed_out: c.timed_out,
             duration_ms: c.duration_ms,
-            stdout_truncated: c.stdout_truncated,
-            stderr_truncated: c.stderr_truncated,
+            stdout_truncated: c.stdout.truncated,
+            stderr_truncated: c.stderr.truncated,
+            stdout_dropped_bytes: c.stdout.dropped,
+            stderr_dropped_bytes: c.stderr.dropped,
+            note,
             job_id: None,
         });
     }
     denylist::check(&ctx.runtime.command_denylist, &argv)?;
+    let note = argv::shell_operator_note(&argv);
     let spec = host_spec(&ctx.runtime, argv, fields).await?;
     let jobs = &ctx.services.jobs;
-    let outputs = Outputs::new();
+    // A command that may become a background job keeps what any later
+    // shell::status may ask for; otherwise just what this answer shows.
+    let shape = match req.on_timeout {
+        OnTimeout::Background => Shape::job(output_cap(&ctx.runtime)),
+        OnTimeout::Kill => Shape::for_answer(req.keep, limit),
+    };
+    let outputs = Outputs::new(shape);
     let proc = process::spawn(&spec, jobs.live(), outputs.clone())?;
     let deadline = Duration::from_millis(deadline_ms).saturating_sub(started.at.elapsed());
     let (exit, timed_out, job_id) = match tokio::time::timeout(deadline, proc.wait()).await {
@@ -156,16 +195,19 @@ pub async fn exec(ctx: Ctx, req: ExecRequest) -> Result<ExecResponse, Failure> {
             }
         }
     };
-    let (stdout, stdout_truncated) = outputs.stdout.snapshot();
-    let (stderr, stderr_truncated) = outputs.stderr.snapshot();
+    let stdout = outputs.stdout.view(req.keep, limit);
+    let stderr = outputs.stderr.view(req.keep, limit);
     Ok(ExecResponse {
-        stdout,
-        stderr,
+        stdout: stdout.text,
+        stderr: stderr.text,
         exit_code: exit.and_then(|e| e.code),
         timed_out,
         duration_ms: started.at.elapsed().as_millis() as u64,
-        stdout_truncated,
-        stderr_truncated,
+        stdout_truncated: stdout.truncated,
+        stderr_truncated: stderr.truncated,
+        stdout_dropped_bytes: stdout.dropped,
+        stderr_dropped_bytes: stderr.dropped,
+        note,
         job_id,
     })
 }

@@ -23,6 +23,7 @@
 //! A job keeps the runtime snapshot it was spawned under: a reload never
 //! re-checks or re-limits a job that is already running.
 
+use super::capture::Keep;
 use super::job_finished::JobFinishedEvent;
 use super::process::{DRAIN_GRACE, KILL_GRACE, LiveGroups, Outputs, Process};
 use crate::catalog::{Binding, Outbound};
@@ -122,8 +123,10 @@ pub struct JobView {
     pub timed_out: bool,
     pub stdout: String,
     pub stdout_truncated: bool,
+    pub stdout_dropped_bytes: u64,
     pub stderr: String,
     pub stderr_truncated: bool,
+    pub stderr_dropped_bytes: u64,
 }
 
 /// How the reason of a job killed by `max_bg_timeout_ms` starts.
@@ -195,10 +198,16 @@ impl Job {
         self.state().status
     }
 
+    /// The record with the first `max_output_bytes` of each stream.
     pub fn view(&self) -> JobView {
+        self.view_as(Keep::Head, super::output_cap(&self.runtime))
+    }
+
+    /// The record with `keep` of each stream in at most `limit` bytes.
+    pub fn view_as(&self, keep: Keep, limit: usize) -> JobView {
         let st = self.state();
-        let (stdout, stdout_truncated) = self.outputs.stdout.snapshot();
-        let (stderr, stderr_truncated) = self.outputs.stderr.snapshot();
+        let stdout = self.outputs.stdout.view(keep, limit);
+        let stderr = self.outputs.stderr.view(keep, limit);
         JobView {
             id: self.id.clone(),
             argv: self.argv.clone(),
@@ -213,10 +222,12 @@ impl Job {
                     .reason
                     .as_deref()
                     .is_some_and(|r| r.starts_with(TIMED_OUT_PREFIX)),
-            stdout,
-            stdout_truncated,
-            stderr,
-            stderr_truncated,
+            stdout: stdout.text,
+            stdout_truncated: stdout.truncated,
+            stdout_dropped_bytes: stdout.dropped,
+            stderr: stderr.text,
+            stderr_truncated: stderr.truncated,
+            stderr_dropped_bytes: stderr.dropped,
         }
     }
 
@@ -435,7 +446,6 @@ impl JobTable {
                             job.outputs.stderr.push(
                                 format!("\n[ide] killed: exceeded max_bg_timeout_ms ({cap_ms} ms)\n")
                                     .as_bytes(),
-                                job.runtime.config.max_output_bytes as usize,
                             );
                         }
                         exit

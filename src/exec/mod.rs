@@ -93,7 +93,6 @@ pub async fn host_spec(
         cwd_handle: cwd.handle,
         env,
         stdin: fields.stdin,
-        max_output_bytes: output_cap(runtime),
         detach: process::Detach::for_this_worker(),
     })
 }
@@ -187,6 +186,13 @@ pub fn resolve_cwd_as(
 /// `max_output_bytes` as a capture cap.
 pub fn output_cap(runtime: &Runtime) -> usize {
     usize::try_from(runtime.config.max_output_bytes).unwrap_or(usize::MAX)
+}
+
+/// A call's own `max_output_bytes`, clamped to the configured cap (omitted:
+/// the cap).
+pub fn output_limit(runtime: &Runtime, asked: Option<u64>) -> usize {
+    let cap = output_cap(runtime);
+    asked.map_or(cap, |a| usize::try_from(a).unwrap_or(usize::MAX).min(cap))
 }
 
 #[cfg(test)]

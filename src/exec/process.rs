@@ -23,7 +23,7 @@
 //! unreaped or the group still has members, so it cannot name a recycled
 //! pid; other members are signalled through pidfds (see [`tree`]).
 
-use super::capture::{self, Capture};
+use super::capture::{self, Capture, Shape};
 use super::env_gate::ChildEnv;
 use super::tree::{self, Tree};
 use crate::error::Failure;
@@ -59,8 +59,6 @@ pub struct Spec {
     pub env: ChildEnv,
     /// Written to stdin, then EOF; `None` = /dev/null.
     pub stdin: Option<String>,
-    /// Per-stream capture cap.
-    pub max_output_bytes: usize,
     pub detach: Detach,
 }
 
@@ -112,16 +110,19 @@ enum Phase {
     Done(Exit),
 }
 
-/// Where a command's two output streams are captured.
-#[derive(Debug, Clone, Default)]
+/// Where a command's two output streams are captured, each kept to `shape`.
+#[derive(Debug, Clone)]
 pub struct Outputs {
     pub stdout: Arc<Capture>,
     pub stderr: Arc<Capture>,
 }
 
 impl Outputs {
-    pub fn new() -> Outputs {
-        Outputs::default()
+    pub fn new(shape: Shape) -> Outputs {
+        Outputs {
+            stdout: Capture::new(shape),
+            stderr: Capture::new(shape),
+        }
     }
 }
 
@@ -381,21 +382,12 @@ pub fn spawn(
     // Ours to reap: the orphan reaper leaves it alone until dropped.
     let owned = spawning.own(pid);
     let tree = Tree::open(id, pid);
-    let cap = spec.max_output_bytes;
     let mut readers = Vec::new();
     if let Some(out) = child.stdout.take() {
-        readers.push(tokio::spawn(capture::drain(
-            out,
-            outputs.stdout.clone(),
-            cap,
-        )));
+        readers.push(tokio::spawn(capture::drain(out, outputs.stdout.clone())));
     }
     if let Some(err) = child.stderr.take() {
-        readers.push(tokio::spawn(capture::drain(
-            err,
-            outputs.stderr.clone(),
-            cap,
-        )));
+        readers.push(tokio::spawn(capture::drain(err, outputs.stderr.clone())));
     }
     let writer = match (child.stdin.take(), spec.stdin.clone()) {
         (Some(mut pipe), Some(text)) => Some(tokio::spawn(async move {
@@ -479,7 +471,13 @@ fn spawn_failure(program: &str, e: &std::io::Error) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::capture::Keep;
     use crate::testkit::pid_alive;
+
+    const MIB: Shape = Shape {
+        head: 1 << 20,
+        tail: 0,
+    };
 
     fn spec(argv: &[&str]) -> Spec {
         Spec {
@@ -488,7 +486,6 @@ mod tests {
             cwd_handle: None,
             env: ChildEnv::default(),
             stdin: None,
-            max_output_bytes: 1 << 20,
             detach: Detach::for_this_worker(),
         }
     }
@@ -499,7 +496,7 @@ mod tests {
         let p = spawn(
             &spec(&["sh", "-c", "echo out; echo err >&2; exit 3"]),
             &live,
-            Outputs::new(),
+            Outputs::new(MIB),
         )
         .unwrap();
         let exit = p.wait().await;
@@ -515,10 +512,10 @@ mod tests {
         let live = Arc::new(LiveGroups::default());
         let mut s = spec(&["cat"]);
         s.stdin = Some("fed\n".into());
-        let p = spawn(&s, &live, Outputs::new()).unwrap();
+        let p = spawn(&s, &live, Outputs::new(MIB)).unwrap();
         p.wait().await;
         assert_eq!(p.outputs.stdout.snapshot().0, "fed\n");
-        let p = spawn(&spec(&["cat"]), &live, Outputs::new()).unwrap();
+        let p = spawn(&spec(&["cat"]), &live, Outputs::new(MIB)).unwrap();
         assert_eq!(p.wait().await.code, Some(0));
         assert_eq!(p.outputs.stdout.snapshot().0, "");
     }
@@ -526,9 +523,8 @@ mod tests {
     #[tokio::test]
     async fn a_chatty_child_is_drained_but_capture_is_capped() {
         let live = Arc::new(LiveGroups::default());
-        let mut s = spec(&["head", "-c", "5000000", "/dev/zero"]);
-        s.max_output_bytes = 1000;
-        let p = spawn(&s, &live, Outputs::new()).unwrap();
+        let s = spec(&["head", "-c", "5000000", "/dev/zero"]);
+        let p = spawn(&s, &live, Outputs::new(Shape::for_answer(Keep::Head, 1000))).unwrap();
         assert_eq!(p.wait().await.code, Some(0));
         let (out, truncated) = p.outputs.stdout.snapshot();
         assert_eq!(out.len(), 1000);
@@ -548,7 +544,7 @@ mod tests {
                 "sh -c 'trap \"\" TERM; sleep 300' & echo $!; wait",
             ]),
             &live,
-            Outputs::new(),
+            Outputs::new(MIB),
         )
         .unwrap();
         let grandchild: i32 = loop {
@@ -585,7 +581,7 @@ mod tests {
         let p = spawn(
             &spec(&["sh", "-c", "sleep 30 & echo started"]),
             &live,
-            Outputs::new(),
+            Outputs::new(MIB),
         )
         .unwrap();
         assert_eq!(p.wait().await.code, Some(0));
@@ -601,7 +597,7 @@ mod tests {
         let err = spawn(
             &spec(&["definitely-not-a-program-xyz"]),
             &live,
-            Outputs::new(),
+            Outputs::new(MIB),
         )
         .unwrap_err();
         assert_eq!(err.class, crate::error::Class::Io);
@@ -616,7 +612,7 @@ mod tests {
         for detach in [Detach::Group, Detach::Session] {
             let mut s = spec(&["sh", "-c", "cut -d' ' -f5,6 /proc/$$/stat"]);
             s.detach = detach;
-            let p = spawn(&s, &live, Outputs::new()).unwrap();
+            let p = spawn(&s, &live, Outputs::new(MIB)).unwrap();
             p.wait().await;
             let out = p.outputs.stdout.snapshot().0;
             let ids: Vec<u32> = out.split_whitespace().map(|x| x.parse().unwrap()).collect();
@@ -629,8 +625,8 @@ mod tests {
     #[tokio::test]
     async fn terminate_all_ends_every_live_group() {
         let live = Arc::new(LiveGroups::default());
-        let a = spawn(&spec(&["sleep", "300"]), &live, Outputs::new()).unwrap();
-        let b = spawn(&spec(&["sleep", "300"]), &live, Outputs::new()).unwrap();
+        let a = spawn(&spec(&["sleep", "300"]), &live, Outputs::new(MIB)).unwrap();
+        let b = spawn(&spec(&["sleep", "300"]), &live, Outputs::new(MIB)).unwrap();
         assert_eq!(live.len(), 2);
         live.terminate_all(Duration::from_secs(1)).await;
         assert!(a.done().is_some() && b.done().is_some());
@@ -654,7 +650,7 @@ mod tests {
             .spawn()
             .unwrap();
         let live = Arc::new(LiveGroups::default());
-        let p = spawn(&spec(&["sh", "-c", &script]), &live, Outputs::new()).unwrap();
+        let p = spawn(&spec(&["sh", "-c", &script]), &live, Outputs::new(MIB)).unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         let scrubbed = loop {
             let members = p.tree.members();

@@ -5,7 +5,7 @@
 //! Its error codes pass through [`crate::sandbox::forward`]; its output is
 //! capped by `max_output_bytes` exactly like host output.
 
-use super::capture::Capture;
+use super::capture::{Capture, Keep, Kept, Shape};
 use crate::catalog::Ctx;
 use crate::error::Failure;
 use serde::Deserialize;
@@ -44,10 +44,8 @@ pub struct SandboxOutput {
 /// The answer, capped like host output.
 #[derive(Debug)]
 pub struct Capped {
-    pub stdout: String,
-    pub stdout_truncated: bool,
-    pub stderr: String,
-    pub stderr_truncated: bool,
+    pub stdout: Kept,
+    pub stderr: Kept,
     pub exit_code: Option<i32>,
     pub timed_out: bool,
     pub duration_ms: u64,
@@ -62,22 +60,18 @@ pub fn decode(value: Value) -> Result<SandboxOutput, Failure> {
     })
 }
 
-/// Cap one stream's text at `cap` bytes.
-pub fn cap_text(text: &str, cap: usize) -> (String, bool) {
-    let c = Capture::default();
-    c.set(text.as_bytes(), cap);
-    c.snapshot()
+/// Keep one stream's text like host output: `keep` in `limit` bytes.
+pub fn cap_text(text: &str, keep: Keep, limit: usize) -> Kept {
+    let c = Capture::new(Shape::for_answer(keep, limit));
+    c.set(text.as_bytes());
+    c.view(keep, limit)
 }
 
 impl SandboxOutput {
-    pub fn capped(self, cap: usize) -> Capped {
-        let (stdout, stdout_truncated) = cap_text(&self.stdout, cap);
-        let (stderr, stderr_truncated) = cap_text(&self.stderr, cap);
+    pub fn capped(self, keep: Keep, limit: usize) -> Capped {
         Capped {
-            stdout,
-            stdout_truncated,
-            stderr,
-            stderr_truncated,
+            stdout: cap_text(&self.stdout, keep, limit),
+            stderr: cap_text(&self.stderr, keep, limit),
             exit_code: self.exit_code,
             timed_out: self.timed_out,
             duration_ms: self.duration_ms,
@@ -127,10 +121,15 @@ mod tests {
     #[test]
     fn answers_decode_leniently_and_are_capped() {
         let out = decode(json!({"stdout": "abcdef", "exit_code": null, "success": false})).unwrap();
-        let c = out.capped(3);
-        assert_eq!((c.stdout.as_str(), c.stdout_truncated), ("abc", true));
-        assert_eq!((c.stderr.as_str(), c.stderr_truncated), ("", false));
+        let c = out.capped(Keep::Head, 3);
+        assert_eq!(
+            (c.stdout.text.as_str(), c.stdout.truncated, c.stdout.dropped),
+            ("abc", true, 3)
+        );
+        assert_eq!((c.stderr.text.as_str(), c.stderr.truncated), ("", false));
         assert_eq!(c.exit_code, None);
+        let out = decode(json!({"stdout": "abcdef", "exit_code": 0})).unwrap();
+        assert_eq!(out.capped(Keep::Tail, 2).stdout.text, "ef");
         assert!(decode(json!("nope")).is_err());
     }
 }

@@ -3,17 +3,26 @@
 //! An id this worker never started, or one pruned `job_retention_secs`
 //! after it ended, is S211 "no such job".
 
+use super::capture::Keep;
 use super::jobs::{JobStatus, JobView};
+use super::output_limit;
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::Failure;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-// `shell::status` request (no descriptions, as published).
+// `shell::status` request (`job_id` without a description, as published;
+// `max_output_bytes` and `keep` are this worker's additions).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(title = "StatusRequest")]
 pub struct StatusRequest {
     pub job_id: String,
+    /// Bytes of each stream (stdout, stderr) this answer shows, clamped to the configured `max_output_bytes` (default: that cap). A job keeps the first and the last `max_output_bytes` of each stream, so any `keep` can be asked for at any time, while it runs too.
+    #[serde(default)]
+    pub max_output_bytes: Option<u64>,
+    /// Which part of a longer stream to show: "head" (default: the first bytes), "tail" (the last ones — a test run's summary) or "both" (the first and last halves, joined by a line `[… N bytes cut …]`). `*_dropped_bytes` says how much is not shown.
+    #[serde(default)]
+    pub keep: Keep,
 }
 
 // The full record of one job.
@@ -35,6 +44,12 @@ pub struct JobRecord {
     pub stderr: String,
     pub stdout_truncated: bool,
     pub stderr_truncated: bool,
+    /// Bytes of stdout the job wrote so far that are not in `stdout` (0 when nothing was left out).
+    #[serde(default)]
+    pub stdout_dropped_bytes: u64,
+    /// Bytes of stderr the job wrote so far that are not in `stderr`.
+    #[serde(default)]
+    pub stderr_dropped_bytes: u64,
 }
 
 impl From<JobView> for JobRecord {
@@ -52,6 +67,8 @@ impl From<JobView> for JobRecord {
             stderr: v.stderr,
             stdout_truncated: v.stdout_truncated,
             stderr_truncated: v.stderr_truncated,
+            stdout_dropped_bytes: v.stdout_dropped_bytes,
+            stderr_dropped_bytes: v.stderr_dropped_bytes,
         }
     }
 }
@@ -66,13 +83,17 @@ pub struct StatusResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::status",
-        "Fetch the full record (status, exit_code, timing) of a background job by job_id. Errors \
+        "Fetch the full record (status, exit_code, timing, output so far) of a background job \
+         by job_id. Output: max_output_bytes per stream (clamped to the configured cap) with \
+         keep: head (default), tail or both; `*_dropped_bytes` says what is not shown. Errors \
          return { code, message }; common: S211 no such job.",
         Flags::NONE,
         |ctx: Ctx, req: StatusRequest| async move {
             let job = ctx.services.jobs.get(&req.job_id, &ctx.runtime)?;
+            let limit = output_limit(&job.runtime, req.max_output_bytes)
+                .min(output_limit(&ctx.runtime, None));
             Ok::<_, Failure>(StatusResponse {
-                job: job.view().into(),
+                job: job.view_as(req.keep, limit).into(),
             })
         },
     )

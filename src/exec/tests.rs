@@ -407,6 +407,175 @@ async fn output_is_capped_per_stream_while_the_pipe_drains() {
     assert_eq!(v["exit_code"], 0);
 }
 
+/// A command printing lines `1`..`n` (one number a line) to stdout.
+fn counting(n: u32) -> Value {
+    json!({"command": "seq", "args": ["1", n.to_string()]})
+}
+
+fn with(mut base: Value, extra: Value) -> Value {
+    for (k, v) in extra.as_object().unwrap() {
+        base[k] = v.clone();
+    }
+    base
+}
+
+#[tokio::test]
+async fn per_call_output_keeps_head_tail_or_both_and_says_what_was_dropped() {
+    let w = world(config());
+    // seq 1 10000 writes 48894 bytes
+    let total = (1..=10000)
+        .map(|i: u32| i.to_string().len() + 1)
+        .sum::<usize>() as u64;
+    let v = w
+        .ok(
+            "shell::exec",
+            with(counting(10000), json!({"max_output_bytes": 10})),
+        )
+        .await;
+    assert_eq!(v["stdout"], "1\n2\n3\n4\n5\n");
+    assert_eq!(v["stdout_truncated"], true);
+    assert_eq!(v["stdout_dropped_bytes"], total - 10);
+    assert_eq!(v["stderr_dropped_bytes"], 0);
+    let v = w
+        .ok(
+            "shell::exec",
+            with(
+                counting(10000),
+                json!({"max_output_bytes": 11, "keep": "tail"}),
+            ),
+        )
+        .await;
+    assert_eq!(v["stdout"], "9999\n10000\n");
+    assert_eq!(v["stdout_dropped_bytes"], total - 11);
+    let v = w
+        .ok(
+            "shell::exec",
+            with(
+                counting(10000),
+                json!({"max_output_bytes": 8, "keep": "both"}),
+            ),
+        )
+        .await;
+    let marker = crate::exec::capture::cut_marker(total - 8);
+    assert_eq!(v["stdout"], format!("1\n2\n{marker}000\n"));
+    assert_eq!(v["stdout_dropped_bytes"], total - 8);
+    // output that fits is whole, with nothing dropped, whatever `keep` says
+    let v = w
+        .ok("shell::exec", with(counting(3), json!({"keep": "both"})))
+        .await;
+    assert_eq!(v["stdout"], "1\n2\n3\n");
+    assert_eq!(
+        (
+            v["stdout_truncated"].clone(),
+            v["stdout_dropped_bytes"].clone()
+        ),
+        (json!(false), json!(0))
+    );
+    assert!(v.get("note").is_none(), "{v}");
+}
+
+#[tokio::test]
+async fn a_per_call_output_limit_is_clamped_to_the_configured_cap() {
+    let mut cfg = config();
+    cfg.max_output_bytes = 6;
+    let w = world(cfg);
+    let v = w
+        .ok(
+            "shell::exec",
+            with(
+                counting(100),
+                json!({"max_output_bytes": 1_000_000, "keep": "tail"}),
+            ),
+        )
+        .await;
+    assert_eq!(v["stdout"], "9\n100\n");
+    let err = w
+        .err("shell::exec", with(counting(1), json!({"keep": "middle"})))
+        .await;
+    assert_eq!(err.code, "S210");
+    assert!(err.message.contains("keep"), "{}", err.message);
+}
+
+#[tokio::test]
+async fn a_bare_shell_operator_runs_as_given_with_a_note() {
+    let w = world(config());
+    let v = w
+        .ok("shell::exec", json!({"command": "echo one | tr o 0"}))
+        .await;
+    // echo received the operator and the rest as arguments
+    assert_eq!(v["stdout"], "one | tr o 0\n");
+    let note = v["note"].as_str().unwrap();
+    assert!(note.contains("no shell interprets the command"), "{note}");
+    assert!(
+        note.contains(r#"command: "sh", args: ["-c", "echo one | tr o 0"]"#),
+        "{note}"
+    );
+    // what the note suggests does what was meant
+    let v = w
+        .ok(
+            "shell::exec",
+            json!({"command": "sh", "args": ["-c", "echo one | tr o 0"]}),
+        )
+        .await;
+    assert_eq!(v["stdout"], "0ne\n");
+    assert!(v.get("note").is_none(), "{v}");
+    // a background job says it too
+    let v = w
+        .ok("shell::exec_bg", json!({"command": "echo one ; echo two"}))
+        .await;
+    assert!(
+        v["note"]
+            .as_str()
+            .unwrap()
+            .contains("\";\" reached \"echo\""),
+        "{v}"
+    );
+    let id = v["job_id"].as_str().unwrap().to_string();
+    let s = w.wait_status(&id, "finished").await;
+    assert_eq!(s["job"]["stdout"], "one ; echo two\n");
+}
+
+#[tokio::test]
+async fn status_shows_any_part_of_a_jobs_output() {
+    let w = world(config());
+    let total = (1..=10000)
+        .map(|i: u32| i.to_string().len() + 1)
+        .sum::<usize>() as u64;
+    let bg = w.ok("shell::exec_bg", counting(10000)).await;
+    let id = bg["job_id"].as_str().unwrap().to_string();
+    w.wait_status(&id, "finished").await;
+    let s = w
+        .ok(
+            "shell::status",
+            json!({"job_id": id, "max_output_bytes": 11, "keep": "tail"}),
+        )
+        .await;
+    assert_eq!(s["job"]["stdout"], "9999\n10000\n");
+    assert_eq!(s["job"]["stdout_truncated"], true);
+    assert_eq!(s["job"]["stdout_dropped_bytes"], total - 11);
+    let s = w
+        .ok(
+            "shell::status",
+            json!({"job_id": id, "max_output_bytes": 4}),
+        )
+        .await;
+    assert_eq!(s["job"]["stdout"], "1\n2\n");
+    let s = w
+        .ok(
+            "shell::status",
+            json!({"job_id": id, "max_output_bytes": 8, "keep": "both"}),
+        )
+        .await;
+    assert_eq!(
+        s["job"]["stdout"],
+        format!("1\n2\n{}000\n", crate::exec::capture::cut_marker(total - 8))
+    );
+    // the default is the whole output up to the cap, as before
+    let s = w.ok("shell::status", json!({"job_id": id})).await;
+    assert_eq!(s["job"]["stdout"].as_str().unwrap().len() as u64, total);
+    assert_eq!(s["job"]["stdout_dropped_bytes"], 0);
+}
+
 #[tokio::test]
 async fn on_timeout_background_hands_the_command_over_as_a_job() {
     let mut w = world(config());
@@ -705,7 +874,7 @@ async fn running_jobs_are_never_pruned_and_the_record_budget_holds() {
                 id: Some("still-running"),
                 argv: vec!["x".into()],
                 runner: Runner::Sandbox,
-                outputs: Outputs::new(),
+                outputs: Outputs::new(crate::exec::capture::Shape::job(1 << 20)),
                 started: Started::now(),
             },
             &rt,
@@ -719,7 +888,7 @@ async fn running_jobs_are_never_pruned_and_the_record_budget_holds() {
                     id: Some(&id),
                     argv: vec!["x".into()],
                     runner: Runner::Sandbox,
-                    outputs: Outputs::new(),
+                    outputs: Outputs::new(crate::exec::capture::Shape::job(1 << 20)),
                     started: Started::now(),
                 },
                 &rt,

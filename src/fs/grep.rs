@@ -38,10 +38,10 @@ pub struct GrepRequest {
     /// Match pattern case-insensitively.
     #[serde(default)]
     pub ignore_case: bool,
-    /// Glob filters restricting which file paths are searched.
+    /// Glob filters restricting which file paths are searched, matched relative to `path` (e.g. `path: "py"` with `calcpkg/**/*.py`); when they match no file, `note` says so.
     #[serde(default)]
     pub include_glob: Vec<String>,
-    /// Glob filters excluding file paths from the search.
+    /// Glob filters excluding file paths from the search, matched relative to `path`; an excluded directory is not descended into.
     #[serde(default)]
     pub exclude_glob: Vec<String>,
     /// Stop collecting matches after this many results (default 10 000).
@@ -78,6 +78,9 @@ pub struct GrepResponse {
     pub matches: Vec<FsMatch>,
     /// True when the result was capped by `max_matches` or `max_line_bytes`.
     pub truncated: bool,
+    /// Present when `include_glob` matched no file: names the folder the globs were matched against (`path`) and how a file there is spelt for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 pub fn def() -> FunctionDef {
@@ -286,6 +289,7 @@ fn search(
     GrepResponse {
         matches,
         truncated: shared.truncated.into_inner() || long_line.into_inner(),
+        note: tree.filter.include_note(raw, &tree.root.path),
     }
 }
 
@@ -337,6 +341,7 @@ async fn grep_sandbox(ctx: &Ctx, id: &str, req: &GrepRequest) -> Result<GrepResp
     Ok(GrepResponse {
         matches,
         truncated: remote.truncated,
+        note: None,
     })
 }
 
@@ -410,6 +415,51 @@ mod tests {
             .await;
         assert_eq!(r["matches"][0]["path"], "src/a.rs");
         assert_eq!(r["matches"][0]["line"], 2);
+    }
+
+    #[tokio::test]
+    async fn globs_match_relative_to_path_and_say_when_they_match_nothing() {
+        let k = Kit::jailed();
+        k.file("py/calcpkg/core.py", "def add():\n");
+        k.file("py/calcpkg/sub/more.py", "def sub():\n");
+        k.file("py/setup.py", "def setup():\n");
+        let r = k
+            .ok(
+                "shell::fs::grep",
+                json!({"path": "py", "pattern": "def", "include_glob": ["calcpkg/**/*.py"]}),
+            )
+            .await;
+        let paths: Vec<&str> = r["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(paths, ["py/calcpkg/core.py", "py/calcpkg/sub/more.py"]);
+        assert!(r.get("note").is_none(), "{r}");
+        // spelt from the root, the glob matches nothing below `path`: said so
+        let r = k
+            .ok(
+                "shell::fs::grep",
+                json!({"path": "py", "pattern": "def", "include_glob": ["py/calcpkg/**"]}),
+            )
+            .await;
+        assert_eq!(r["matches"], json!([]));
+        let note = r["note"].as_str().unwrap();
+        assert!(note.contains("relative to `path`"), "{note}");
+        assert!(
+            note.contains(&k.root.join("py").display().to_string()),
+            "{note}"
+        );
+        assert!(note.contains("matched as \"calcpkg/core.py\""), "{note}");
+        // no matches but the globs did match a file: no note
+        let r = k
+            .ok(
+                "shell::fs::grep",
+                json!({"path": "py", "pattern": "nothing", "include_glob": ["*.py"]}),
+            )
+            .await;
+        assert!(r.get("note").is_none(), "{r}");
     }
 
     #[tokio::test]

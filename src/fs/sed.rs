@@ -58,10 +58,10 @@ pub struct SedRequest {
     /// Descend into subdirectories when `path` is set (default true).
     #[serde(default = "yes")]
     pub recursive: bool,
-    /// Glob filters restricting which file paths are edited.
+    /// Glob filters restricting which file paths are edited, matched relative to `path` (e.g. `path: "py"` with `calcpkg/**/*.py`); when they match no file, `note` says so.
     #[serde(default)]
     pub include_glob: Vec<String>,
-    /// Glob filters excluding file paths from editing.
+    /// Glob filters excluding file paths from editing, matched relative to `path`; an excluded directory is not descended into.
     #[serde(default)]
     pub exclude_glob: Vec<String>,
     /// Treat pattern as a regex (default true) or a literal string (false).
@@ -99,6 +99,9 @@ pub struct SedResponse {
     pub results: Vec<FsSedFileResult>,
     /// Sum of replacements made across all files.
     pub total_replacements: u64,
+    /// Present when a `path` walk's `include_glob` matched no file: names the folder the globs were matched against (`path`) and how a file there is spelt for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 pub fn def() -> FunctionDef {
@@ -367,6 +370,9 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
         }
         return super::forward(&ctx, "sandbox::fs::sed", payload).await;
     }
+    // The filter, as the caller spelt `path`, and the walked root: for the
+    // note of include globs that matched nothing.
+    let mut walked = None;
     let results = match req.path.clone() {
         Some(raw) => {
             let resolved =
@@ -379,6 +385,7 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
                 filter,
                 runtime: ctx.runtime.clone(),
             };
+            walked = Some((tree.filter.clone(), raw.clone(), tree.root.path.clone()));
             super::blocking(move || {
                 let mut results = Vec::new();
                 tree.for_each_sorted(|found| {
@@ -419,9 +426,15 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
         }
     };
     let total_replacements = results.iter().map(|r| r.replacements).sum();
+    let note = walked.and_then(
+        |(filter, raw, root): (Filter, String, std::path::PathBuf)| {
+            filter.include_note(&raw, &root)
+        },
+    );
     Ok(SedResponse {
         results,
         total_replacements,
+        note,
     })
 }
 
@@ -536,6 +549,31 @@ mod tests {
                 .unwrap(),
             t
         );
+    }
+
+    #[tokio::test]
+    async fn walk_globs_match_relative_to_path_and_say_when_they_match_nothing() {
+        let k = Kit::jailed();
+        k.file("py/calcpkg/core.py", "old\n");
+        k.file("py/setup.py", "old\n");
+        let r = k
+            .ok("shell::fs::sed", json!({"path": "py", "pattern": "old", "replacement": "new", "include_glob": ["calcpkg/**/*.py"]}))
+            .await;
+        assert_eq!(r["total_replacements"], 1, "{r}");
+        assert_eq!(k.read("py/calcpkg/core.py"), "new\n");
+        assert_eq!(k.read("py/setup.py"), "old\n");
+        assert!(r.get("note").is_none(), "{r}");
+        let r = k
+            .ok("shell::fs::sed", json!({"path": "py", "pattern": "old", "replacement": "new", "include_glob": ["py/**"]}))
+            .await;
+        assert_eq!(r["total_replacements"], 0, "{r}");
+        let note = r["note"].as_str().unwrap();
+        assert!(note.contains("matched no file"), "{note}");
+        assert!(
+            note.contains(&k.root.join("py").display().to_string()),
+            "{note}"
+        );
+        assert_eq!(k.read("py/setup.py"), "old\n");
     }
 
     #[tokio::test]

@@ -9,7 +9,9 @@
 //! filter: this is the raw surface; `coder::search` is the filtered one.
 //!
 //! `include_glob` / `exclude_glob` (globset syntax, `*` crosses `/`) match the
-//! path relative to the walked root; an excluded directory is pruned whole.
+//! path relative to the walked root — the caller's `path` (for a file, its
+//! name); an excluded directory is pruned whole. When include globs match no
+//! file, [`Filter::include_note`] says so for the answer.
 
 use crate::error::Failure;
 use crate::jail::dir::Kind;
@@ -21,11 +23,23 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Compiled include/exclude filters.
+/// Compiled include/exclude filters. Clones share what the walk saw, for
+/// [`Filter::include_note`].
 #[derive(Clone)]
 pub struct Filter {
     include: Option<GlobSet>,
+    include_globs: Vec<String>,
     exclude: Option<GlobSet>,
+    seen: Arc<Seen>,
+}
+
+/// What the filter was asked about during a walk.
+#[derive(Default)]
+struct Seen {
+    /// Some file matched the include globs.
+    included: AtomicBool,
+    /// The first file not excluded, relative to the walked root.
+    first: Mutex<Option<PathBuf>>,
 }
 
 fn compile(key: &str, globs: &[String]) -> Result<Option<GlobSet>, Failure> {
@@ -50,7 +64,9 @@ impl Filter {
     pub fn new(include: &[String], exclude: &[String]) -> Result<Filter, Failure> {
         Ok(Filter {
             include: compile("include_glob", include)?,
+            include_globs: include.to_vec(),
             exclude: compile("exclude_glob", exclude)?,
+            seen: Arc::default(),
         })
     }
 
@@ -61,10 +77,45 @@ impl Filter {
                 return false;
             }
         }
-        match &self.include {
-            Some(inc) => inc.is_match(rel),
-            None => true,
+        let Some(inc) = &self.include else {
+            return true;
+        };
+        {
+            let mut first = self.seen.first.lock().unwrap_or_else(|p| p.into_inner());
+            if first.is_none() {
+                *first = Some(rel.to_path_buf());
+            }
         }
+        let wanted = inc.is_match(rel);
+        if wanted {
+            self.seen.included.store(true, Ordering::Relaxed);
+        }
+        wanted
+    }
+
+    /// After a walk of `root` (spelt `raw` by the caller): the answer's note
+    /// when include globs matched no file, naming what they were matched
+    /// against and how a file there is spelt for them.
+    pub fn include_note(&self, raw: &str, root: &Path) -> Option<String> {
+        if self.include.is_none() || self.seen.included.load(Ordering::Relaxed) {
+            return None;
+        }
+        let first = self.seen.first.lock().unwrap_or_else(|p| p.into_inner());
+        let example = match first.as_deref() {
+            Some(rel) if rel.as_os_str().is_empty() => String::new(),
+            Some(rel) => format!(
+                "; a file there, {}, is matched as {:?}",
+                root.join(rel).display(),
+                rel.display().to_string()
+            ),
+            None => "; no file was found there at all".to_string(),
+        };
+        Some(format!(
+            "include_glob {:?} matched no file: globs match the path relative to `path` ({raw:?} \
+             = {}){example}. Adjust the globs to that folder, or walk a different path",
+            self.include_globs,
+            root.display()
+        ))
     }
 
     fn prunes_dir(&self, rel: &Path) -> bool {

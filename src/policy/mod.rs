@@ -502,20 +502,6 @@ impl Policy {
             .any(|s| self.non_accessible.is_match(s))
     }
 
-    /// The directory a call's root-relative globs (`include_globs`,
-    /// `exclude_globs`) are matched against for a path resolved by this
-    /// policy: the per-call scope (`base_dir`) when given, else the allowed
-    /// root containing the path, else `/` (an unjailed path outside every
-    /// anchor, matched like the protected globs: absolute without the
-    /// leading `/`). Every path under `resolved.path` starts with it.
-    pub fn glob_anchor(&self, resolved: &Resolved, scope: Option<&Path>) -> PathBuf {
-        match (scope, &resolved.root) {
-            (Some(scope), _) if resolved.path.starts_with(scope) => scope.to_path_buf(),
-            (_, Some(root)) => root.clone(),
-            _ => PathBuf::from("/"),
-        }
-    }
-
     /// Whether a path or one of its ancestors (below its root) matches
     /// `non_accessible_globs`: a protected directory protects its content
     /// even when the glob names only the directory (`**/private`).

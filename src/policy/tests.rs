@@ -407,27 +407,6 @@ fn empty_and_nul_paths_are_bad_input() {
 }
 
 #[test]
-fn glob_anchor_is_the_scope_else_the_containing_root() {
-    let f = fixture();
-    let p = jailed(&f);
-    let r = follow(&p, "src/lib.rs", Surface::Coder).unwrap();
-    assert_eq!(p.glob_anchor(&r, None), f.root);
-    let scope = p.resolve_scope("src", Surface::Coder).unwrap();
-    let scoped = p
-        .resolve("lib.rs", Surface::Coder, Tail::Follow, Some(&scope))
-        .unwrap();
-    assert_eq!(p.glob_anchor(&scoped, Some(&scope)), f.root.join("src"));
-    let second = f.second.join("x");
-    let r2 = follow(&p, second.to_str().unwrap(), Surface::Coder).unwrap();
-    assert_eq!(p.glob_anchor(&r2, None), f.second);
-    // unjailed, outside every anchor: absolute, matched from `/`
-    let open = unjailed(&f);
-    let r3 = follow(&open, "/usr", Surface::Coder).unwrap();
-    assert_eq!(r3.root, None);
-    assert_eq!(open.glob_anchor(&r3, None), PathBuf::from("/"));
-}
-
-#[test]
 fn dot_dot_out_of_a_missing_directory_resolves_symlinks_again() {
     let f = fixture();
     symlink(&f.outside, f.root.join("link")).unwrap();

@@ -14,7 +14,7 @@ pub struct End {
     pub error: Option<String>,
 }
 
-/// One frame of output.
+/// One frame of output (a copy of what the ring holds).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
     pub seq: u64,
@@ -25,16 +25,28 @@ pub struct Frame {
 
 /// What a replay after some sequence number yields.
 #[derive(Debug)]
-pub struct Replay<'a> {
-    pub frames: Vec<&'a Frame>,
+pub struct Replay {
+    pub frames: Vec<Frame>,
     /// Frames the caller asked for are no longer held.
     pub truncated: bool,
 }
 
+/// Where one frame's bytes sit in the ring.
+#[derive(Debug)]
+struct Meta {
+    seq: u64,
+    len: usize,
+    end: Option<End>,
+}
+
+/// The bytes of every held frame, oldest first, in ONE buffer that grows
+/// to the capacity and then wraps: a full ring costs its capacity and
+/// nothing more (one allocation per session, no per-frame heap blocks to
+/// fragment), and a session's bytes go back to the system when it closes.
 #[derive(Debug)]
 pub struct Ring {
-    frames: VecDeque<Frame>,
-    bytes: usize,
+    bytes: VecDeque<u8>,
+    frames: VecDeque<Meta>,
     cap: usize,
     last_seq: u64,
 }
@@ -42,27 +54,35 @@ pub struct Ring {
 impl Ring {
     pub fn new(cap: usize) -> Ring {
         Ring {
+            bytes: VecDeque::new(),
             frames: VecDeque::new(),
-            bytes: 0,
             cap,
             last_seq: 0,
         }
     }
 
-    /// Append a frame; returns its sequence number.
-    pub fn push(&mut self, data: Vec<u8>, end: Option<End>) -> u64 {
-        self.last_seq += 1;
-        self.bytes += data.len();
-        self.frames.push_back(Frame {
-            seq: self.last_seq,
-            data,
-            end,
-        });
-        while self.bytes > self.cap && self.frames.len() > 1 {
+    /// Append a frame; returns its sequence number. The oldest frames make
+    /// room first, so the buffer never holds more than the capacity (or the
+    /// one newest frame, when that alone is larger).
+    pub fn push(&mut self, data: &[u8], end: Option<End>) -> u64 {
+        while !self.frames.is_empty() && self.bytes.len() + data.len() > self.cap {
             if let Some(old) = self.frames.pop_front() {
-                self.bytes -= old.data.len();
+                self.bytes.drain(..old.len);
             }
         }
+        let need = self.bytes.len() + data.len();
+        if need > self.bytes.capacity() {
+            // grow by doubling, but never past the capacity
+            let target = (self.bytes.capacity() * 2).clamp(need, self.cap.max(need));
+            self.bytes.reserve_exact(target - self.bytes.len());
+        }
+        self.bytes.extend(data);
+        self.last_seq += 1;
+        self.frames.push_back(Meta {
+            seq: self.last_seq,
+            len: data.len(),
+            end,
+        });
         self.last_seq
     }
 
@@ -87,7 +107,7 @@ impl Ring {
 
     /// Raw bytes held.
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.bytes.len()
     }
 
     /// Whether frames were dropped that a full replay (from 0) would need.
@@ -95,22 +115,70 @@ impl Ring {
         self.first_seq().is_some_and(|f| f > 1)
     }
 
+    /// Copies of the held frames from index `from` on (the caller reads
+    /// what it needs while holding the session lock, then lets go).
+    fn copy_from(&self, from: usize, count: usize) -> Vec<Frame> {
+        let offset: usize = self.frames.iter().take(from).map(|m| m.len).sum();
+        let mut at = offset;
+        self.frames
+            .iter()
+            .skip(from)
+            .take(count)
+            .map(|m| {
+                let data = self.slice(at, m.len);
+                at += m.len;
+                Frame {
+                    seq: m.seq,
+                    data,
+                    end: m.end.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// `len` bytes at `at`, from the one or two halves of the buffer.
+    fn slice(&self, at: usize, len: usize) -> Vec<u8> {
+        let (a, b) = self.bytes.as_slices();
+        let mut out = Vec::with_capacity(len);
+        let head = &a[at.min(a.len())..(at + len).min(a.len())];
+        out.extend_from_slice(head);
+        let from = at.saturating_sub(a.len());
+        out.extend_from_slice(&b[from..from + len - head.len()]);
+        out
+    }
+
     /// The frame numbered `seq`, if still held.
-    pub fn get(&self, seq: u64) -> Option<&Frame> {
+    pub fn get(&self, seq: u64) -> Option<Frame> {
         let first = self.first_seq()?;
         let i = usize::try_from(seq.checked_sub(first)?).ok()?;
-        self.frames.get(i)
+        if i >= self.frames.len() {
+            return None;
+        }
+        self.copy_from(i, 1).pop()
+    }
+
+    /// Whether some frame between `after` and the oldest held one is gone.
+    pub fn lost_after(&self, after: u64) -> bool {
+        match self.first_seq() {
+            Some(first) => first > after.saturating_add(1) && after < self.last_seq,
+            None => self.last_seq > after,
+        }
     }
 
     /// Every held frame after `after`; `truncated` when some frame between
     /// `after` and the oldest held one is gone.
-    pub fn after(&self, after: u64) -> Replay<'_> {
-        let truncated = match self.first_seq() {
-            Some(first) => first > after.saturating_add(1) && after < self.last_seq,
-            None => self.last_seq > after,
+    pub fn after(&self, after: u64) -> Replay {
+        let truncated = self.lost_after(after);
+        let from = match self.first_seq() {
+            Some(first) => usize::try_from(after.saturating_add(1).saturating_sub(first))
+                .unwrap_or(usize::MAX)
+                .min(self.frames.len()),
+            None => 0,
         };
-        let frames = self.frames.iter().filter(|f| f.seq > after).collect();
-        Replay { frames, truncated }
+        Replay {
+            frames: self.copy_from(from, usize::MAX),
+            truncated,
+        }
     }
 }
 
@@ -122,7 +190,7 @@ mod tests {
     fn sequences_start_at_one_without_gaps() {
         let mut r = Ring::new(100);
         for i in 1..=5u64 {
-            assert_eq!(r.push(vec![b'x'; 3], None), i);
+            assert_eq!(r.push(&[b'x'; 3], None), i);
         }
         let seqs: Vec<u64> = r.after(0).frames.iter().map(|f| f.seq).collect();
         assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
@@ -135,7 +203,7 @@ mod tests {
     fn oldest_frames_are_evicted_past_the_byte_cap() {
         let mut r = Ring::new(10);
         for _ in 0..5 {
-            r.push(vec![0; 4], None);
+            r.push(&[0; 4], None);
         }
         assert_eq!(r.bytes(), 8);
         assert_eq!(r.len(), 2);
@@ -148,8 +216,8 @@ mod tests {
     #[test]
     fn an_oversized_frame_is_still_kept_alone() {
         let mut r = Ring::new(10);
-        r.push(vec![0; 4], None);
-        r.push(vec![0; 50], None);
+        r.push(&[0; 4], None);
+        r.push(&[0; 50], None);
         assert_eq!(r.len(), 1);
         assert_eq!(r.first_seq(), Some(2));
         assert_eq!(r.bytes(), 50);
@@ -159,7 +227,7 @@ mod tests {
     fn replay_reports_truncation_only_when_asked_for_lost_frames() {
         let mut r = Ring::new(8);
         for _ in 0..6 {
-            r.push(vec![0; 4], None);
+            r.push(&[0; 4], None);
         }
         // held: 5, 6
         let all = r.after(0);

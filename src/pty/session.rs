@@ -9,8 +9,10 @@
 //!   someone is attached and [`WINDOW`] frames are undelivered it stops
 //!   reading (the program then blocks on its own writes; input, Ctrl+C
 //!   included, still gets through). Detached, it reads on and the ring evicts.
-//! - the **delivery** task calls the output function with one frame at a
-//!   time, awaiting each: frames arrive in sequence order.
+//! - the **delivery** task keeps up to [`IN_FLIGHT`] calls to the output
+//!   function in flight, dispatched in sequence order. The engine runs each
+//!   invocation as its own task, so they may land out of order: the page
+//!   reorders by `sequence` (at most [`WINDOW`] frames apart).
 //! - the **waiter** reaps the child: exit is noticed by waiting on it, not by
 //!   EOF on the master, and what the program left running is ended with it.
 
@@ -38,6 +40,8 @@ use tokio::time::Instant;
 pub const FRAME_MAX: usize = 64 * 1024;
 /// Frames produced but not yet delivered, past which reading stops.
 pub const WINDOW: u64 = 4;
+/// Deliveries awaited at once (each one frame), at most [`WINDOW`].
+pub const IN_FLIGHT: usize = 4;
 /// How long a frame in a burst waits to fill up.
 pub const LINGER: Duration = Duration::from_millis(4);
 /// How long output is still read after the program exited (a job it left
@@ -79,7 +83,14 @@ struct State {
     ui: Option<String>,
     target: Option<Attachment>,
     epoch: u64,
+    /// Every frame up to this one was delivered (this epoch).
     delivered: u64,
+    /// The highest frame dispatched (this epoch).
+    sent: u64,
+    /// Delivered frames above `delivered` (acknowledged out of order).
+    acked: std::collections::BTreeSet<u64>,
+    /// Frames whose delivery failed, to dispatch again after a backoff.
+    retry: std::collections::BTreeSet<u64>,
     failures: u32,
     /// Set with the last frame (status `exited`).
     end: Option<End>,
@@ -146,8 +157,9 @@ pub struct Session {
     tree: Arc<Tree>,
     outbound: Option<Arc<dyn Outbound>>,
     write_gate: tokio::sync::Mutex<()>,
-    /// Held by the delivery task during each call.
-    in_flight: Arc<tokio::sync::Mutex<()>>,
+    /// Read-held by every delivery in flight; detach takes it for writing
+    /// to wait for them all.
+    in_flight: Arc<tokio::sync::RwLock<()>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -213,6 +225,9 @@ impl Session {
                 }),
                 epoch,
                 delivered: 0,
+                sent: 0,
+                acked: Default::default(),
+                retry: Default::default(),
                 failures: 0,
                 end: None,
                 ended_at: None,
@@ -225,7 +240,7 @@ impl Session {
             tree: tree.clone(),
             outbound: start.outbound,
             write_gate: tokio::sync::Mutex::new(()),
-            in_flight: Arc::new(tokio::sync::Mutex::new(())),
+            in_flight: Arc::new(tokio::sync::RwLock::new(())),
             tasks: Mutex::new(Vec::new()),
         });
         let waiter = {
@@ -313,10 +328,10 @@ impl Session {
         }
     }
 
-    fn push(&self, data: Vec<u8>, end: Option<End>) {
+    fn push(&self, data: &[u8], end: Option<End>) {
         {
             let mut st = self.st();
-            st.screen.process(&data);
+            st.screen.process(data);
             if end.is_some() {
                 st.end = end.clone();
                 st.ended_at = Some(std::time::Instant::now());
@@ -346,17 +361,18 @@ impl Session {
     /// Frames after `after` (a redraw of the current screen when the ring
     /// lost some of them), as of now.
     fn replay(st: &State, after: u64, upto: u64) -> (Vec<(u64, Vec<u8>)>, bool) {
-        let replay = st.ring.after(after);
-        if replay.truncated {
+        if st.ring.lost_after(after) {
             // One synthesized frame that redraws the screen as of the last
             // frame, numbered like it: live frames continue after it.
             return (vec![(st.ring.last_seq(), st.screen.redraw())], true);
         }
-        let frames = replay
+        let frames = st
+            .ring
+            .after(after)
             .frames
             .into_iter()
             .filter(|f| f.seq <= upto)
-            .map(|f| (f.seq, f.data.clone()))
+            .map(|f| (f.seq, f.data))
             .collect();
         (frames, false)
     }
@@ -390,6 +406,9 @@ impl Session {
         st.creds = Credentials::fresh()?;
         st.epoch += 1;
         st.delivered = st.ring.last_seq();
+        st.sent = st.delivered;
+        st.acked.clear();
+        st.retry.clear();
         st.failures = 0;
         if st.ui.is_none() {
             st.ui = Some(target.ui.clone());
@@ -497,8 +516,8 @@ impl Session {
     }
 
     /// `shell::pty::detach`: stop delivering, keep the session. Returns
-    /// once a delivery in flight finished (at most [`DETACH_WAIT`]), so no
-    /// frame lands after it.
+    /// once the deliveries in flight finished (at most [`DETACH_WAIT`]), so
+    /// no frame lands after it.
     pub async fn detach(&self) -> Status {
         let status = {
             let mut st = self.st();
@@ -506,7 +525,9 @@ impl Session {
             Self::status_of(&st)
         };
         self.bump();
-        let _ = tokio::time::timeout(DETACH_WAIT, self.in_flight.lock()).await;
+        drop(tokio::time::timeout(DETACH_WAIT, self.in_flight.write()).await);
+        // an attach that raced this detach may wait for the lock to dispatch
+        self.bump();
         status
     }
 
@@ -662,10 +683,27 @@ pub fn event(session_id: &str, f: &Frame) -> Value {
     })
 }
 
+/// `read(2)` into the spare capacity of `buf` (no zero-filling of 64 KiB
+/// per read), growing its length by what was read.
+fn read_spare(fd: &OwnedFd, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd as _;
+    let spare = buf.spare_capacity_mut();
+    // SAFETY: the kernel writes at most `spare.len()` bytes into memory this
+    // Vec owns; exactly the `n` bytes it reports become initialized.
+    let n = unsafe { nix::libc::read(fd.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len()) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let n = n as usize;
+    // SAFETY: see above; `n <= spare.len()`.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
 async fn read_loop(s: Arc<Session>) {
     let mut rx = s.changed.subscribe();
     let mut exit = s.exit.clone();
-    let mut buf: Vec<u8> = Vec::with_capacity(FRAME_MAX);
+    let mut buf: Vec<u8> = Vec::new();
     let mut eagain = false;
     let mut eof = false;
     let mut frame_started: Option<Instant> = None;
@@ -687,8 +725,12 @@ async fn read_loop(s: Arc<Session>) {
                     utf8::sendable(&buf)
                 };
                 if n > 0 {
-                    let frame: Vec<u8> = buf.drain(..n).collect();
-                    s.push(frame, None);
+                    s.push(&buf[..n], None);
+                    buf.drain(..n);
+                    if buf.is_empty() {
+                        // an idle session keeps no read buffer
+                        buf = Vec::new();
+                    }
                     last_seal = Instant::now();
                     frame_started = (!buf.is_empty()).then(Instant::now);
                     continue;
@@ -716,21 +758,17 @@ async fn read_loop(s: Arc<Session>) {
                     Ok(g) => g,
                     Err(_) => { eof = true; continue; }
                 };
-                let len = buf.len();
-                buf.resize(FRAME_MAX, 0);
-                let res = guard.try_io(|fd| {
-                    nix::unistd::read(fd.get_ref(), &mut buf[len..]).map_err(std::io::Error::from)
-                });
+                buf.reserve_exact(FRAME_MAX - buf.len());
+                let res = guard.try_io(|fd| read_spare(fd.get_ref(), &mut buf));
                 match res {
-                    Ok(Ok(0)) => { buf.truncate(len); eof = true; }
-                    Ok(Ok(n)) => {
-                        buf.truncate(len + n);
+                    Ok(Ok(0)) => eof = true,
+                    Ok(Ok(_)) => {
                         eagain = false;
                         frame_started.get_or_insert_with(Instant::now);
                     }
                     // EIO: every holder of the slave side is gone
-                    Ok(Err(_)) => { buf.truncate(len); eof = true; }
-                    Err(_would_block) => { buf.truncate(len); eagain = true; }
+                    Ok(Err(_)) => eof = true,
+                    Err(_would_block) => eagain = true,
                 }
             }
             r = rx.changed() => { if r.is_err() { return; } }
@@ -753,57 +791,119 @@ async fn read_loop(s: Arc<Session>) {
             ..End::default()
         },
     };
-    s.push(Vec::new(), Some(end));
+    s.push(&[], Some(end));
+}
+
+/// One delivery's outcome: `(epoch, sequence, result)`.
+type Delivery = (u64, u64, Result<Value, crate::error::WireError>);
+
+/// The frames to dispatch now, in order: retries first, then new frames,
+/// while fewer than [`IN_FLIGHT`] calls are out and the page would have to
+/// hold at most [`WINDOW`] frames to reorder them.
+fn dispatchable(st: &mut State, in_flight: usize) -> Vec<Frame> {
+    let mut out = Vec::new();
+    if st.target.is_none() {
+        return out;
+    }
+    while in_flight + out.len() < IN_FLIGHT {
+        let seq = match st.retry.pop_first() {
+            Some(seq) => seq,
+            None if st.sent < st.ring.last_seq() && st.sent - st.delivered < WINDOW => st.sent + 1,
+            None => break,
+        };
+        match st.ring.get(seq) {
+            Some(f) => {
+                st.sent = st.sent.max(seq);
+                out.push(f);
+            }
+            None => {
+                // evicted before it went out (a ring smaller than the
+                // window): what is gone counts as delivered
+                let first = st.ring.first_seq().unwrap_or(st.ring.last_seq() + 1);
+                st.sent = st.sent.max(first - 1);
+                st.delivered = st.delivered.max(first - 1);
+                st.acked.retain(|&a| a > first - 1);
+                st.retry.retain(|&r| r > first - 1);
+            }
+        }
+    }
+    out
 }
 
 async fn deliver_loop(weak: std::sync::Weak<Session>) {
+    use futures_util::StreamExt as _;
     let Some(mut rx) = weak.upgrade().map(|s| s.changed.subscribe()) else {
         return;
     };
+    let mut calls = futures_util::stream::FuturesUnordered::<
+        std::pin::Pin<Box<dyn std::future::Future<Output = Delivery> + Send>>,
+    >::new();
+    let mut backoff_until: Option<Instant> = None;
     loop {
-        let Some(s) = weak.upgrade() else { return };
-        let Some(outbound) = s.outbound.clone() else {
-            return;
-        };
-        rx.borrow_and_update();
-        // Held across the call: detach waits for it, so nothing lands
-        // after detach returned.
-        let in_flight = s.in_flight.clone().lock_owned().await;
-        let job = {
-            let st = s.st();
-            match &st.target {
-                Some(t) if st.delivered < st.ring.last_seq() => {
-                    let next = st.delivered + 1;
-                    let frame = st
-                        .ring
-                        .get(next)
-                        .or_else(|| st.ring.first_seq().and_then(|f| st.ring.get(f)))
-                        .cloned();
-                    frame.map(|f| (t.clone(), f))
-                }
-                _ => None,
-            }
-        };
-        let Some((target, frame)) = job else {
-            drop(in_flight);
-            drop(s);
-            if rx.changed().await.is_err() {
+        {
+            let Some(s) = weak.upgrade() else { return };
+            let Some(outbound) = s.outbound.clone() else {
                 return;
+            };
+            rx.borrow_and_update();
+            if backoff_until.is_none_or(|t| t <= Instant::now()) {
+                backoff_until = None;
+                // Read-held per call: detach waits for every one. Taken
+                // before the frames, so a pending detach dispatches nothing.
+                let guards: Vec<_> =
+                    std::iter::from_fn(|| s.in_flight.clone().try_read_owned().ok())
+                        .take(IN_FLIGHT.saturating_sub(calls.len()))
+                        .collect();
+                let (target, frames) = {
+                    let mut st = s.st();
+                    let frames = dispatchable(&mut st, IN_FLIGHT - guards.len());
+                    (st.target.clone(), frames)
+                };
+                if let Some(target) = target {
+                    for (frame, guard) in frames.into_iter().zip(guards) {
+                        let outbound = outbound.clone();
+                        let function_id = target.function_id.clone();
+                        let payload = event(&s.id, &frame);
+                        let epoch = target.epoch;
+                        calls.push(Box::pin(async move {
+                            let result = outbound
+                                .call(&function_id, payload, Some(DELIVERY_TIMEOUT_MS))
+                                .await;
+                            drop(guard);
+                            (epoch, frame.seq, result)
+                        }));
+                    }
+                }
             }
+        }
+        let wake_at = backoff_until.unwrap_or_else(Instant::now);
+        let done = tokio::select! {
+            Some(d) = calls.next(), if !calls.is_empty() => Some(d),
+            r = rx.changed() => {
+                if r.is_err() && calls.is_empty() {
+                    return;
+                }
+                None
+            }
+            _ = tokio::time::sleep_until(wake_at), if backoff_until.is_some() => None,
+        };
+        let Some((epoch, seq, result)) = done else {
             continue;
         };
-        let payload = event(&s.id, &frame);
-        let result = outbound
-            .call(&target.function_id, payload, Some(DELIVERY_TIMEOUT_MS))
-            .await;
-        let mut backoff = None;
+        let Some(s) = weak.upgrade() else { return };
         {
             let mut st = s.st();
-            if st.target.as_ref().map(|t| t.epoch) == Some(target.epoch) {
+            if st.target.as_ref().map(|t| t.epoch) == Some(epoch) {
                 match result {
                     Ok(_) => {
-                        st.delivered = frame.seq;
                         st.failures = 0;
+                        if seq > st.delivered {
+                            st.acked.insert(seq);
+                        }
+                        while st.acked.first() == Some(&(st.delivered + 1)) {
+                            st.acked.pop_first();
+                            st.delivered += 1;
+                        }
                     }
                     Err(e) => {
                         st.failures += 1;
@@ -811,7 +911,7 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
                         if gone || st.failures >= MAX_FAILURES {
                             tracing::info!(
                                 session = %s.id,
-                                target = %target.function_id,
+                                target = ?st.target.as_ref().map(|t| &t.function_id),
                                 code = %e.code,
                                 failures = st.failures,
                                 "pty output target gone; session detached"
@@ -819,18 +919,16 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
                             st.target = None;
                         } else {
                             tracing::debug!(session = %s.id, code = %e.code, "pty delivery failed; retrying");
-                            backoff = Some(Duration::from_millis(50 << st.failures.min(5)));
+                            st.retry.insert(seq);
+                            backoff_until = Some(
+                                Instant::now() + Duration::from_millis(50 << st.failures.min(5)),
+                            );
                         }
                     }
                 }
             }
         }
-        drop(in_flight);
         s.bump();
-        drop(s);
-        if let Some(b) = backoff {
-            tokio::time::sleep(b).await;
-        }
     }
 }
 

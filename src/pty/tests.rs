@@ -31,11 +31,14 @@ impl Outbound for FakeConsole {
                 message: format!("Function {id} not found"),
             });
         }
+        // Recorded when the call starts: the worker starts its deliveries in
+        // sequence order, and this records them in that order (a page over
+        // the engine reorders by `sequence` instead; see tests/pty_e2e.rs).
+        let _ = self.tx.send((id.to_string(), payload));
         let d = self.delay_ms.load(Ordering::SeqCst);
         if d > 0 {
             tokio::time::sleep(Duration::from_millis(d)).await;
         }
-        let _ = self.tx.send((id.to_string(), payload));
         Ok(json!({}))
     }
     fn fire(&self, _: &crate::catalog::Binding, _: Value) {}

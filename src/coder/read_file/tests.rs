@@ -97,11 +97,113 @@ async fn windows_stream_any_part_of_a_file() {
 }
 
 #[tokio::test]
+async fn windows_stat_and_batch_entries_carry_the_whole_files_revision() {
+    let j = Jail::new();
+    let body: String = (1..=5000).map(|i| format!("line {i}\n")).collect();
+    j.write("big.txt", &body);
+    let whole = crate::coder::revision_of(body.as_bytes());
+    let v = j
+        .call(
+            ID,
+            json!({"path": "big.txt", "line_from": 2500, "line_to": 2502}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(v["content"], "line 2500\nline 2501\nline 2502\n");
+    assert_eq!(v["revision"], whole);
+    // the rest of the file was read for the hash, so its length is known
+    assert_eq!(v["total_lines"], 5000);
+    assert_eq!(v["more_lines"], true);
+    let v = j
+        .call(ID, json!({"path": "big.txt", "stat": true}))
+        .await
+        .unwrap();
+    assert_eq!(v["revision"], whole);
+    let v = j
+        .call(
+            ID,
+            json!({"paths": ["big.txt", {"path": "big.txt", "line_from": 10, "line_to": 10},
+                             {"path": "big.txt", "stat": true}, "missing.txt"]}),
+        )
+        .await
+        .unwrap();
+    let r = v["results"].as_array().unwrap();
+    for e in &r[..2] {
+        assert_eq!(e["revision"], whole, "{e}");
+    }
+    assert_eq!(r[2]["revision"], whole);
+    assert_eq!(r[3]["success"], false);
+    assert_eq!(r[3]["revision"], serde_json::Value::Null);
+    // a windowed revision guards an edit of the lines it showed
+    let u = j
+        .call(
+            "coder::update-file",
+            json!({"files": [{"path": "big.txt", "expected_revision": whole,
+                "ops": [{"op": "update_lines", "from_line": 2501, "to_line": 2501, "content": "changed"}]}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(u["results"][0]["success"], true, "{u}");
+    // ... and a stale one is refused, the message naming the window re-read
+    let u = j
+        .call(
+            "coder::update-file",
+            json!({"files": [{"path": "big.txt", "expected_revision": whole,
+                "ops": [{"op": "update_lines", "from_line": 2501, "to_line": 2501, "content": "again"}]}]}),
+        )
+        .await
+        .unwrap();
+    let e = &u["results"][0]["error"];
+    assert_eq!(e["code"], "C221");
+    let m = e["message"].as_str().unwrap();
+    assert!(m.contains("a windowed coder::read-file"), "{m}");
+    assert!(m.contains("line_from/line_to"), "{m}");
+}
+
+#[tokio::test]
+async fn a_file_over_max_read_bytes_has_no_revision_on_a_window() {
+    let j = Jail::with(|c| c.fs.max_read_bytes = 100);
+    let body: String = (1..=100).map(|i| format!("l{i}\n")).collect();
+    j.write("long.txt", &body);
+    let v = j
+        .call(
+            ID,
+            json!({"path": "long.txt", "line_from": 1, "line_to": 1}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(v["content"], "l1\n");
+    assert_eq!(v["revision"], serde_json::Value::Null);
+    let v = j
+        .call(ID, json!({"path": "long.txt", "stat": true}))
+        .await
+        .unwrap();
+    assert_eq!(v["revision"], serde_json::Value::Null);
+    assert_eq!(v["total_lines"], 100);
+}
+
+#[test]
+fn the_line_window_schema_says_what_the_code_enforces() {
+    let schema = crate::catalog::schema_of::<super::ReadFileInput>();
+    for key in ["line_from", "line_to"] {
+        let p = &schema["properties"][key];
+        assert_eq!(p["minimum"].as_f64(), Some(1.0), "{key}: {p}");
+        assert!(
+            p["description"].as_str().unwrap().contains(">= "),
+            "{key}: {p}"
+        );
+    }
+    let entry = &schema["definitions"]["ReadTargetSpec"]["properties"]["line_from"];
+    assert_eq!(entry["minimum"].as_f64(), Some(1.0), "{entry}");
+}
+
+#[tokio::test]
 async fn bad_windows_and_flag_combinations_are_c210() {
     let j = Jail::new();
     j.write("a.txt", "x\n");
     for bad in [
         json!({"path": "a.txt", "line_from": 0}),
+        json!({"path": "a.txt", "line_to": 0}),
         json!({"path": "a.txt", "line_from": 5, "line_to": 2}),
         json!({"path": "a.txt", "stat": true, "line_from": 1}),
         json!({"path": "a.txt", "stat": true, "numbered": true}),

@@ -30,11 +30,14 @@
 //!   ties shallow and short first; an empty query lists every path (in path
 //!   order; with `fuzzy_paths`, shallow and short first).
 //! - **Filters.** `include_globs`/`exclude_globs` use globset syntax and match
-//!   the path relative to the ROOT: the allowed root containing the searched
-//!   folder, or `base_dir` when given (what `coder::info` calls the anchor of
-//!   relative paths) — not relative to `path`, so the same globs work for any
-//!   `path`. An excluded directory is not descended into; include globs
-//!   filter files (and directories in path results), never descent.
+//!   the path relative to the searched folder `path` (for a single file, its
+//!   name) — what the caller named, so `{path: "py", include_globs:
+//!   ["calcpkg/**/*.py"]}` finds `py/calcpkg/x.py`. (0.12 matched them
+//!   against the allowed root or `base_dir`, which scanned nothing without a
+//!   word for such a call.) An excluded directory is not descended into;
+//!   include globs filter files (and directories in path results), never
+//!   descent. When include globs match no entry at all, the answer's `note`
+//!   says so and names the folder they were matched against.
 //!   `default_exclude_globs` (`.git`, `node_modules`, …) are skipped unless
 //!   `use_default_excludes: false`; a searched folder that is itself inside
 //!   such a directory is searched as asked. `include_hidden: false` leaves
@@ -115,7 +118,7 @@ pub struct SearchInput {
     /// Lines of context before each content match (max 10, C210 above); truncated to max_line_bytes and counted in the budget. Default 0.
     #[serde(default)]
     pub context_lines_before: Option<u32>,
-    /// Glob patterns (same relative-to-root matching) that exclude paths.
+    /// Glob patterns that exclude paths, matched like `include_globs` (relative to `path`); an excluded directory is not descended into.
     #[serde(default)]
     pub exclude_globs: Vec<String>,
     /// Rank path matches by fuzzy subsequence score (quick-open style) instead of substring/regex matching; `path_matches` then comes back best first. Content matching is unaffected.
@@ -123,7 +126,7 @@ pub struct SearchInput {
     pub fuzzy_paths: bool,
     #[serde(default)]
     pub ignore_case: bool,
-    /// Root-relative glob patterns paths must match; empty = everything.
+    /// Glob patterns paths must match, relative to the searched folder `path` (e.g. `path: "py"` with `calcpkg/**/*.py` matches `py/calcpkg/a.py`); empty = everything. When they match no file at all, `note` says so.
     #[serde(default)]
     pub include_globs: Vec<String>,
     /// Walk dot-files and dot-folders (`.github`, `.env`, …); default true. `false` leaves them out, the way an editor's quick open does.
@@ -135,7 +138,7 @@ pub struct SearchInput {
     /// Optional explicit cap. Falls back to config when unset.
     #[serde(default)]
     pub max_matches: Option<u32>,
-    /// Folder to search (default `.`); globs match relative to its root, result paths are absolute.
+    /// Folder to search (default `.`); include/exclude globs match relative to it, result paths are absolute.
     #[serde(default = "dot")]
     pub path: String,
     /// Pattern to search for. Treated as a regex when `regex: true`, otherwise as a literal substring. May be empty only when `search_content` is false: a path-only search with no query lists every path (with `fuzzy_paths`, shallow and short paths first).
@@ -233,6 +236,9 @@ pub struct SearchOutput {
     pub stop_reason: Option<StopReason>,
     /// Files whose content was searched to produce this answer, in path order up to where the search stopped (binary files and files over `max_read_bytes` are skipped and not counted; 0 when `search_content` is false).
     pub files_scanned: u64,
+    /// Present when `include_globs` matched no entry at all: names the folder the globs were matched against (the searched `path`) and how a file there is spelt for them, so a zero-result answer is never silent about its filter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 pub fn def() -> FunctionDef {
@@ -300,7 +306,8 @@ impl Plan {
 
 /// The glob side of a plan.
 pub(crate) struct Filters {
-    /// The directory root-relative globs are matched against.
+    /// The directory the caller's globs are matched against: the searched
+    /// folder.
     pub anchor: PathBuf,
     pub include: GlobSet,
     pub exclude: GlobSet,
@@ -319,7 +326,7 @@ fn run(
 ) -> crate::error::Result<SearchOutput> {
     let started = std::time::Instant::now();
     let plan = plan(rt, &req, cancel)?;
-    let (scanned, hits) = match &plan.content {
+    let (scanned, walked) = match &plan.content {
         Some(q) => scan::scan_while(
             q,
             &plan.cancel,
@@ -333,8 +340,13 @@ fn run(
         ),
         None => (scan::Collected::default(), walk::walk(rt, &plan, |_| true)),
     };
-    let (path_matches, path_bytes, paths_cut) =
-        paths::finish(hits, plan.paths.as_ref(), plan.max_matches, plan.budget);
+    let note = include_note(&req.include_globs, &plan.filters.anchor, &walked);
+    let (path_matches, path_bytes, paths_cut) = paths::finish(
+        walked.hits,
+        plan.paths.as_ref(),
+        plan.max_matches,
+        plan.budget,
+    );
     let scanned = scanned.assemble(plan.max_matches, plan.budget.saturating_sub(path_bytes));
     tracing::debug!(
         total_ms = started.elapsed().as_secs_f64() * 1e3,
@@ -353,7 +365,28 @@ fn run(
         truncated: stop_reason.is_some(),
         stop_reason,
         files_scanned: scanned.files_scanned,
+        note,
     })
+}
+
+/// The `note` of a search whose include globs matched no entry.
+fn include_note(globs: &[String], anchor: &Path, walked: &walk::Walked) -> Option<String> {
+    if globs.is_empty() || walked.include_matched {
+        return None;
+    }
+    let example = match &walked.first_file {
+        Some(rel) => format!(
+            "; a file there, {}, is matched as {:?}",
+            anchor.join(rel).display(),
+            rel.display().to_string()
+        ),
+        None => "; no file was found there at all".to_string(),
+    };
+    Some(format!(
+        "include_globs {globs:?} matched no file: they match the path relative to the searched \
+         folder {}{example}. Adjust the globs to that folder, or search a different path",
+        anchor.display()
+    ))
 }
 
 /// Validate the request and compile it against the snapshot.
@@ -414,7 +447,16 @@ fn plan(rt: &Runtime, req: &SearchInput, cancel: Arc<AtomicBool>) -> crate::erro
             ),
         ));
     }
-    let anchor = policy.glob_anchor(&resolved, scope.as_deref());
+    // Globs match relative to what the caller named: the searched folder
+    // (for a single file, the folder holding it).
+    let anchor = if md.is_dir() {
+        resolved.path.clone()
+    } else {
+        resolved
+            .path
+            .parent()
+            .map_or_else(|| resolved.path.clone(), Path::to_path_buf)
+    };
     let include = compile_globs("include_globs", &req.include_globs)?;
     let exclude = compile_globs("exclude_globs", &req.exclude_globs)?;
     let subtree: Vec<String> = req
@@ -479,7 +521,7 @@ fn compile_globs(key: &str, globs: &[String]) -> crate::error::Result<GlobSet> {
         let glob = Glob::new(g).map_err(|e| {
             Failure::bad_input(format!(
                 "{key} entry {g:?} is not a valid glob ({e}); globs use globset syntax such as \
-                 \"**/*.rs\" or \"src/**\" and match the path relative to the root (coder::info)"
+                 \"**/*.rs\" or \"src/**\" and match the path relative to the searched folder `path`"
             ))
         })?;
         b.add(glob);

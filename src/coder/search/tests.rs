@@ -217,7 +217,7 @@ async fn an_empty_query_is_only_for_path_listings() {
 }
 
 #[tokio::test]
-async fn globs_match_relative_to_the_root_not_the_searched_folder() {
+async fn globs_match_relative_to_the_searched_folder() {
     let t = tree(&[
         ("src/a.rs", "needle\n"),
         ("src/b.txt", "needle\n"),
@@ -225,14 +225,45 @@ async fn globs_match_relative_to_the_root_not_the_searched_folder() {
         ("docs/d.rs", "needle\n"),
     ]);
     let out = t
-        .ok(json!({"query": "needle", "path": "src", "include_globs": ["src/*.rs"], "search_paths": false}))
+        .ok(json!({"query": "needle", "path": "src", "include_globs": ["deep/*.rs"], "search_paths": false}))
         .await;
+    assert_eq!(t.hits(&out), ["src/deep/c.rs:1:1"]);
+    assert!(out.get("note").is_none(), "{out}");
     // `*` crosses `/` (globset default), so src/deep/c.rs matches too
+    let out = t
+        .ok(json!({"query": "needle", "path": "src", "include_globs": ["*.rs"], "search_paths": false}))
+        .await;
     assert_eq!(t.hits(&out), ["src/a.rs:1:1", "src/deep/c.rs:1:1"]);
     let out = t
         .ok(json!({"query": "needle", "path": "src", "include_globs": ["*.txt"], "search_paths": false}))
         .await;
     assert_eq!(t.hits(&out), ["src/b.txt:1:1"]);
+    // excludes too: relative to `path`
+    let out = t
+        .ok(json!({"query": "needle", "path": "src", "exclude_globs": ["deep/**"], "search_paths": false}))
+        .await;
+    assert_eq!(t.hits(&out), ["src/a.rs:1:1", "src/b.txt:1:1"]);
+    // a glob spelt from the root no longer matches below `path`: the answer
+    // says so, names the folder and how a file there is spelt
+    let out = t
+        .ok(json!({"query": "needle", "path": "src", "include_globs": ["src/*.rs"], "search_paths": false}))
+        .await;
+    assert!(t.hits(&out).is_empty());
+    assert_eq!(out["files_scanned"], 0);
+    let note = out["note"].as_str().unwrap();
+    let src = t.root.join("src").display().to_string();
+    assert!(
+        note.contains(&format!("relative to the searched folder {src}")),
+        "{note}"
+    );
+    assert!(note.contains("matched as \"a.rs\""), "{note}");
+    assert!(note.contains(r#"["src/*.rs"]"#), "{note}");
+    // a file named as `path` is searched whatever the globs say
+    let out = t
+        .ok(json!({"query": "needle", "path": "src/a.rs", "include_globs": ["*.py"], "search_paths": false}))
+        .await;
+    assert_eq!(t.hits(&out), ["src/a.rs:1:1"]);
+    assert!(out.get("note").is_none(), "{out}");
     let out = t
         .ok(json!({"query": "needle", "exclude_globs": ["src/deep/**", "**/*.txt"], "search_paths": false}))
         .await;
@@ -832,11 +863,20 @@ fn request_schema_matches_the_contract() {
     let expected: Value = serde_json::from_str(CONTRACT_REQUEST_PROPERTIES).unwrap();
     let expected = expected.as_object().unwrap();
     for (k, v) in expected {
-        assert_eq!(
-            props.get(k).map(numbers_as_f64),
-            Some(numbers_as_f64(v)),
-            "property {k}"
-        );
+        let mut got = props.get(k).map(numbers_as_f64);
+        let mut want = numbers_as_f64(v);
+        // Deliberately reworded (same shape): the globs match relative to
+        // `path`, not to the root as 0.12 documented.
+        if ["path", "include_globs", "exclude_globs"].contains(&k.as_str()) {
+            let got = got.as_mut().and_then(Value::as_object_mut).unwrap();
+            let said = got.remove("description").unwrap();
+            assert!(
+                said.as_str().unwrap().contains("relative to"),
+                "{k}: {said}"
+            );
+            want.as_object_mut().unwrap().remove("description");
+        }
+        assert_eq!(got, Some(want), "property {k}");
     }
     let mut extra: Vec<&String> = props
         .keys()

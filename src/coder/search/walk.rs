@@ -16,18 +16,32 @@ use crate::jail::dir::Kind;
 use crate::jail::walk::{Node, Options, Step};
 use crate::policy::{Resolved, Tail};
 use crate::runtime::Runtime;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// What a walk found besides the files it handed over.
+#[derive(Debug, Default)]
+pub(crate) struct Walked {
+    /// Path matches, in path order (unranked ones cut just past
+    /// `max_matches`).
+    pub hits: Vec<PathHit>,
+    /// Some file passed the include globs (true without include globs).
+    pub include_matched: bool,
+    /// The first visible file, relative to the glob anchor (for the note
+    /// of include globs that matched nothing).
+    pub first_file: Option<PathBuf>,
+}
 
 /// Walk `plan.root` in path order. Each regular file to scan for content
 /// goes to `on_file` until it returns false (the content answer is settled);
-/// the walk then goes on only as long as path matching needs it. Returns the
-/// path matches, in path order (unranked ones cut just past `max_matches`).
+/// the walk then goes on only as long as path matching needs it.
 pub(crate) fn walk(
     rt: &Arc<Runtime>,
     plan: &Plan,
     mut on_file: impl FnMut(Resolved) -> bool,
-) -> Vec<PathHit> {
+) -> Walked {
+    let mut include_matched = plan.filters.include.is_empty();
+    let mut first_file: Option<PathBuf> = None;
     let mut scorer = plan.paths.as_ref().map(PathScorer::new);
     // Unranked path hits arrive in result order: past the cap, the list is
     // certainly cut and no later hit can enter it.
@@ -59,7 +73,12 @@ pub(crate) fn walk(
                 });
             }
         }
-        return hits;
+        // A file named as the root is searched whatever the globs say.
+        return Walked {
+            hits,
+            include_matched: true,
+            first_file: None,
+        };
     }
     let opts = Options {
         max_depth: None,
@@ -86,9 +105,12 @@ pub(crate) fn walk(
             return Step::Descend;
         }
         let f = &plan.filters;
+        if node.kind == Kind::File && first_file.is_none() {
+            first_file = path.strip_prefix(&f.anchor).ok().map(Path::to_path_buf);
+        }
         if !f.include.is_empty() {
             match path.strip_prefix(&f.anchor) {
-                Ok(rel) if f.include.is_match(rel) => {}
+                Ok(rel) if f.include.is_match(rel) => include_matched |= node.kind == Kind::File,
                 _ => return Step::Descend,
             }
         }
@@ -103,7 +125,11 @@ pub(crate) fn walk(
         }
         Step::Descend
     });
-    hits
+    Walked {
+        hits,
+        include_matched,
+        first_file,
+    }
 }
 
 /// Whether an entry (and, for a directory, everything below it) is left out

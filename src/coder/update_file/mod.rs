@@ -70,7 +70,7 @@ pub struct UpdateFileSpec {
     pub path: String,
     /// Ops, applied line ops first (bottom-up, original numbering), then replace/edit ops in order.
     pub ops: Vec<UpdateOp>,
-    /// Optimistic-concurrency guard: the `revision` from coder::read-file; if the file changed since, the entry fails C221 and nothing is written.
+    /// Optimistic-concurrency guard: the `revision` from any coder::read-file of this file (full, window, stat or batch entry); if the file changed since, the entry fails C221 (naming the current revision) and nothing is written.
     #[serde(default)]
     pub expected_revision: Option<String>,
 }
@@ -91,7 +91,7 @@ pub struct UpdateFileInput {
     pub base_dir: Option<String>,
 }
 
-/// Post-apply snapshot of the region affected by one op. Line ops and edits echo the affected region with ±2 context lines; regex `replace` ops emit one echo per match site (up to 5, no context): the FIRST and LAST line of the post-replace region, with `elided` set to the inner line count when the region spans more than 2 lines. Line numbers are those right after the op's phase applied (line ops together, then each replace/edit in turn).
+/// Post-apply snapshot of the region affected by one op. Line ops and edits echo the affected region with ±2 context lines (a region over 12 lines keeps its first and last 6); regex `replace` ops emit one echo per match site (up to 5, no context): the FIRST and LAST line of the post-replace region. When lines were left out, `elided` says how many and `elided_after` where: `lines[..elided_after]` are lines `from_line`, `from_line + 1`, …; then `elided` lines are skipped; `lines[elided_after..]` start at line `from_line + elided_after + elided`. Without `elided` the lines are consecutive from `from_line`. Line numbers are those right after the op's phase applied (line ops together, then each replace/edit in turn).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct OpEcho {
     /// Index of the op in the request's ops array (0-based).
@@ -100,8 +100,10 @@ pub struct OpEcho {
     pub from_line: usize,
     /// The echoed lines (without terminators; long lines cut at 300 bytes with "…").
     pub lines: Vec<String>,
-    /// Number of middle lines elided from a large region.
+    /// Number of middle lines left out of a large region; null when the echo is consecutive.
     pub elided: Option<usize>,
+    /// Where the gap is: the count of `lines` entries before it (the gap sits between `lines[elided_after - 1]` and `lines[elided_after]`, and `lines[elided_after]` is line `from_line + elided_after + elided`). Set exactly when `elided` is.
+    pub elided_after: Option<usize>,
     /// Total number of replacements the regex op made across the whole file (set only on replace-op site echoes).
     pub total_replacements: Option<u64>,
 }
@@ -144,7 +146,9 @@ pub fn def() -> FunctionDef {
          the original numbering), then regex replace and exact-text edit ops in order; each file \
          commits atomically (all its ops or none). To replace a large region use two short \
          anchors joined by .*? with dot_matches_newline: true, or an edit op quoting the exact \
-         text. Pass expected_revision from coder::read-file to refuse stale writes (C221). \
+         text. Pass expected_revision from any coder::read-file (a window or stat: true is \
+         enough) to refuse stale writes (C221). Echoes of large regions mark their gap \
+         (elided, elided_after). \
          Paths: relative to the primary root or absolute inside an allowed root (see coder::info).",
         Flags {
             display: true,
@@ -306,8 +310,10 @@ fn edit_file(spec: &UpdateFileSpec, path: &Resolved, max_write: u64) -> Result<D
                 Class::RevisionConflict,
                 format!(
                     "{raw:?} changed since it was read (current revision {original_revision}, \
-                     expected {expected}); nothing was written. Re-read it with coder::read-file \
-                     and apply your change to the new content"
+                     expected {expected}); nothing was written. Re-read the lines you are \
+                     changing — a windowed coder::read-file (line_from/line_to) is enough, it \
+                     returns the whole file's current revision — and retry with that revision \
+                     as expected_revision"
                 ),
             ));
         }
@@ -501,6 +507,7 @@ impl Echoes {
                 from_line: start.max(1),
                 lines: Vec::new(),
                 elided: None,
+                elided_after: None,
                 total_replacements: None,
             });
             return;
@@ -509,20 +516,21 @@ impl Echoes {
             .iter()
             .map(|l| cut(l.as_ref()))
             .collect();
-        let (lines, elided) = if window.len() > ECHO_MAX_LINES {
+        let (lines, elided, elided_after) = if window.len() > ECHO_MAX_LINES {
             let half = ECHO_MAX_LINES / 2;
             let elided = window.len() - ECHO_MAX_LINES;
             let mut kept = window[..half].to_vec();
             kept.extend_from_slice(&window[window.len() - half..]);
-            (kept, Some(elided))
+            (kept, Some(elided), Some(half))
         } else {
-            (window, None)
+            (window, None, None)
         };
         self.push(OpEcho {
             op_index: op,
             from_line: from,
             lines,
             elided,
+            elided_after,
             total_replacements: None,
         });
     }
@@ -552,6 +560,7 @@ impl Echoes {
             from_line: first,
             lines: echo_lines,
             elided,
+            elided_after: elided.map(|_| 1),
             total_replacements: Some(total),
         });
     }

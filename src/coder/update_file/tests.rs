@@ -120,7 +120,52 @@ async fn multi_line_regions_echo_first_and_last_lines() {
     let e = &r["echoes"][0];
     assert_eq!(e["lines"], json!(["S", "E"]));
     assert_eq!(e["elided"], 2);
+    assert_eq!(e["elided_after"], 1);
     assert_eq!(e["from_line"], 2);
+}
+
+#[tokio::test]
+async fn a_large_region_echo_marks_where_its_gap_is() {
+    let j = Jail::new();
+    j.write("f", "a\nb\nc\n");
+    let new: String = (1..=20).map(|i| format!("n{i}\n")).collect();
+    let r = edit(
+        &j,
+        "f",
+        json!([{"op": "update_lines", "from_line": 2, "to_line": 2, "content": new}]),
+    )
+    .await;
+    let e = &r["echoes"][0];
+    // region: line 1 (context), n1..n20 at lines 2..21, line 22 (context)
+    assert_eq!(e["from_line"], 1);
+    let lines: Vec<&str> = e["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    let (before, after) = lines.split_at(e["elided_after"].as_u64().unwrap() as usize);
+    let elided = e["elided"].as_u64().unwrap() as usize;
+    // numbering by the documented rule gives every line its true number
+    let body = j.read("f");
+    let file: Vec<&str> = std::str::from_utf8(&body).unwrap().lines().collect();
+    for (i, l) in before.iter().enumerate() {
+        assert_eq!(*l, file[i], "line {}", 1 + i);
+    }
+    let resume = before.len() + elided;
+    for (i, l) in after.iter().enumerate() {
+        assert_eq!(*l, file[resume + i], "line {}", 1 + resume + i);
+    }
+    assert_eq!(before.len() + elided + after.len(), 22);
+    // a consecutive echo has no gap fields
+    let r = edit(
+        &j,
+        "f",
+        json!([{"op": "update_lines", "from_line": 1, "to_line": 1, "content": "A"}]),
+    )
+    .await;
+    assert_eq!(r["echoes"][0]["elided"], serde_json::Value::Null);
+    assert_eq!(r["echoes"][0]["elided_after"], serde_json::Value::Null);
 }
 
 #[tokio::test]
