@@ -604,7 +604,8 @@ export class Terminals {
   async refreshOrphans() {
     try {
       const out = await this.api.call("shell::pty::sessions", {}, 10_000);
-      const mine = new Set(this.panes.map((p) => p.sessionId).filter(Boolean));
+      // a lost pane holds nothing: its session is exactly what may be offered
+      const mine = new Set(this.panes.filter((p) => p.status !== "lost").map((p) => p.sessionId).filter(Boolean));
       const list = Array.isArray(out?.sessions) ? out.sessions : [];
       this.orphans = list.filter((s) => s && s.ui === "ide" && s.status === "detached" && !mine.has(s.session_id));
       this.orphanError = null;

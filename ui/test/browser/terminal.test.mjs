@@ -11,6 +11,21 @@ import { lines, openWorkspace, pane, typeIn, waitLine } from "./terminal-common.
 
 const T = { timeout: 15_000 };
 
+/**
+ * Wait for the page to offer `id` for adoption; on a timeout say what the
+ * worker lists. @param {import("playwright-core").Page} page @param {any} b @param {string | null} id
+ */
+async function orphanOffered(page, b, id) {
+  const offer = page.locator(`[data-testid="term-orphans"] li[data-session="${id}"]`);
+  try {
+    await offer.waitFor(T);
+  } catch (e) {
+    const listed = await b.outside("shell::pty::sessions", {});
+    throw new Error(`session ${id} was not offered; the worker lists ${JSON.stringify(listed)}`, { cause: e });
+  }
+  return offer;
+}
+
 describe("the ide terminal panes", () => {
   /** @type {Awaited<ReturnType<typeof launch>>} */
   let b;
@@ -137,7 +152,7 @@ describe("the ide terminal panes", () => {
     assert.match(await lost.innerText(), /S211/);
     assert.deepEqual(await page.evaluate(() => JSON.parse(localStorage.getItem("ide:term:leases") ?? "[]")), [], "the lost lease is forgotten");
     // the session it named still runs, detached: an orphan of this page
-    await page.locator(`[data-testid="term-orphans"] li[data-session="${kept}"]`).waitFor(T);
+    await orphanOffered(page, b, kept);
     await page.getByRole("button", { name: "Open a new shell" }).click();
     await pane(page, "live").waitFor(T);
     await typeIn(page, "echo fresh\n");
@@ -152,8 +167,7 @@ describe("the ide terminal panes", () => {
     await page.reload();
     await page.evaluate(() => /** @type {any} */ (window).__host.booted);
     await openWorkspace(page, env.root);
-    const offer = page.locator(`[data-testid="term-orphans"] li[data-session="${id}"]`);
-    await offer.waitFor(T);
+    const offer = await orphanOffered(page, b, id);
     await screenshot(page, "terminal-orphans-light");
     await offer.getByRole("button", { name: "Adopt" }).click();
     await pane(page, "live").waitFor(T);
