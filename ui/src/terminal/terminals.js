@@ -486,9 +486,13 @@ export class Terminals {
     /** @type {Array<() => void>} */
     this.cleanups = [];
     if (typeof app.onReconnect === "function") this.cleanups.push(app.onReconnect(() => this.panes.forEach((p) => void p.reattach())));
+    // leaving the page: let the worker know at once that nobody watches
+    // these sessions (best effort; a dead target is noticed on delivery too)
     const onHide = () => this.panes.forEach((p) => p.detach());
-    window.addEventListener("pagehide", onHide);
-    this.cleanups.push(() => window.removeEventListener("pagehide", onHide));
+    if (typeof globalThis.addEventListener === "function") {
+      globalThis.addEventListener("pagehide", onHide);
+      this.cleanups.push(() => globalThis.removeEventListener("pagehide", onHide));
+    }
   }
 
   /** For useSyncExternalStore. @param {() => void} fn */
