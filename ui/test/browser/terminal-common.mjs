@@ -26,7 +26,7 @@ export function lines(page) {
     if (!t) return [];
     const b = t.buffer.active;
     const out = [];
-    for (let i = 0; i < b.length; i++) out.push(b.getLine(i)?.translateToString(true) ?? "");
+    for (let i = 0; i < b.length; i++) out.push(b.getLine(i)?.translateToString(true).trimEnd() ?? "");
     return out;
   });
 }
@@ -40,7 +40,7 @@ export async function waitLine(page, re, timeout = 15_000) {
         if (!t) return false;
         const re = new RegExp(source, flags);
         const b = t.buffer.active;
-        for (let i = b.length - 1; i >= 0; i--) if (re.test(b.getLine(i)?.translateToString(true) ?? "")) return true;
+        for (let i = b.length - 1; i >= 0; i--) if (re.test(b.getLine(i)?.translateToString(true).trimEnd() ?? "")) return true;
         return false;
       },
       [re.source, re.flags],
