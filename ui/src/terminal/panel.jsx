@@ -37,6 +37,7 @@ function Panel({ terms, root, dark }) {
   }, [terms]);
 
   const active = terms.panes.find((p) => p.id === terms.active) ?? null;
+  const split = terms.split && terms.split !== terms.active ? (terms.panes.find((p) => p.id === terms.split) ?? null) : null;
   return (
     <section className="ide-terminals" aria-label="Terminals">
       <div className="ide-term-bar">
@@ -46,7 +47,7 @@ function Panel({ terms, root, dark }) {
               key={p.id}
               role="tab"
               aria-selected={p.id === terms.active}
-              className={`ide-term-tab${p.id === terms.active ? " active" : ""}`}
+              className={`ide-term-tab${p.id === terms.active ? " active" : ""}${p.id === split?.id ? " split" : ""}`}
               data-pane={p.id}
               data-status={p.status}
               onClick={() => terms.activate(p.id)}
@@ -72,6 +73,15 @@ function Panel({ terms, root, dark }) {
           </button>
         </div>
         <div className="ide-term-font" role="group" aria-label="Terminal font size">
+          {split ? (
+            <button className="ide-button small" onClick={() => terms.unsplit()} title="Show one terminal (the other keeps running in its tab)">
+              Unsplit
+            </button>
+          ) : (
+            <button className="ide-button small" disabled={!active} onClick={() => terms.splitShell(root)} title="A new shell beside this one">
+              Split
+            </button>
+          )}
           <button className="ide-button small" aria-label="Smaller terminal font" disabled={terms.fontSize <= FONT_MIN} onClick={() => terms.setFontSize(terms.fontSize - 1)}>
             −
           </button>
@@ -102,7 +112,7 @@ function Panel({ terms, root, dark }) {
         </div>
       )}
       {terms.orphanError && <ErrorLine error={terms.orphanError} />}
-      <div className="ide-term-body">
+      <div className={`ide-term-body${split ? " split" : ""}`}>
         {terms.panes.length === 0 && (
           <div className="ide-empty">
             <button className="ide-button" onClick={() => terms.openShell(root)}>
@@ -111,6 +121,7 @@ function Panel({ terms, root, dark }) {
           </div>
         )}
         {active && <PaneView key={active.id} pane={active} terms={terms} />}
+        {split && <PaneView key={split.id} pane={split} terms={terms} />}
       </div>
     </section>
   );

@@ -471,6 +471,8 @@ export class Terminals {
     this.panes = [];
     /** @type {string | null} */
     this.active = null;
+    /** The pane shown beside the active one, if the panel is split. @type {string | null} */
+    this.split = null;
     this.fontSize = loadFontSize();
     /** @type {Set<() => void>} */
     this.listeners = new Set();
@@ -529,6 +531,21 @@ export class Terminals {
     return p;
   }
 
+  /** Split the panel: a new shell beside the active pane. @param {string} cwd */
+  splitShell(cwd) {
+    const p = new TermPane(this, { kind: "open", cwd });
+    this.panes.push(p);
+    if (!this.active) this.active = p.id;
+    else this.split = p.id;
+    this.notify();
+    return p;
+  }
+
+  unsplit() {
+    this.split = null;
+    this.notify();
+  }
+
   /** @param {any} summary a `shell::pty::sessions` entry */
   adopt(summary) {
     const p = new TermPane(this, { kind: "adopt", session_id: summary.session_id, cwd: summary.cwd ?? "/" });
@@ -541,6 +558,8 @@ export class Terminals {
 
   /** @param {string} id */
   activate(id) {
+    // the split pane's tab swaps the two sides
+    if (id === this.split) this.split = this.active;
     this.active = id;
     this.notify();
   }
@@ -550,7 +569,11 @@ export class Terminals {
     const p = this.panes.find((x) => x.id === id);
     if (!p) return;
     this.panes = this.panes.filter((x) => x !== p);
-    if (this.active === id) this.active = this.panes[this.panes.length - 1]?.id ?? null;
+    if (this.split === id) this.split = null;
+    if (this.active === id) {
+      this.active = this.split ?? this.panes[this.panes.length - 1]?.id ?? null;
+      this.split = null;
+    }
     this.notify();
     await p.close();
   }
@@ -563,6 +586,7 @@ export class Terminals {
     const p = new TermPane(this, { kind: "open", cwd: old.cwd });
     this.panes[i] = p;
     if (this.active === id) this.active = p.id;
+    if (this.split === id) this.split = p.id;
     this.notify();
     // an exited session still holds its slot on the worker until closed
     void old.close();

@@ -7,7 +7,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { env, launch, screenshot } from "./common.mjs";
-import { lines, openWorkspace, pane, typeIn, waitLine } from "./terminal-common.mjs";
+import { SPLIT, lines, openWorkspace, pane, typeIn, waitLine } from "./terminal-common.mjs";
 
 const T = { timeout: 15_000 };
 
@@ -104,6 +104,33 @@ describe("the ide terminal panes", () => {
     await page.mouse.wheel(0, 100);
     await page.keyboard.up("Control");
     await page.locator('[data-testid="term-font-size"]', { hasText: "15px" }).waitFor(T);
+  });
+
+  test("split: a second shell beside the first, each with its own size", async () => {
+    const size = (/** @type {string} */ sel) =>
+      page.evaluate((sel) => {
+        const t = /** @type {any} */ (document.querySelector(`${sel} .ide-term-screen`)).ideTerminal;
+        return { rows: t.rows, cols: t.cols };
+      }, sel);
+    const whole = await size(".ide-term-body > .ide-term-pane:nth-child(1)");
+    await page.getByRole("button", { name: "Split" }).click();
+    await page.locator(`${SPLIT}[data-status="live"]`).waitFor(T);
+    await page.waitForFunction((c) => /** @type {any} */ (document.querySelector(".ide-term-body > .ide-term-pane:nth-child(1) .ide-term-screen")).ideTerminal.cols < c, whole.cols);
+    const right = await size(SPLIT);
+    assert.ok(right.cols < whole.cols, `split pane is narrower: ${right.cols} < ${whole.cols}`);
+    await typeIn(page, "echo R=$(stty size)=\n", SPLIT);
+    await waitLine(page, new RegExp(`^R=${right.rows} ${right.cols}=$`), 15_000, SPLIT);
+    await screenshot(page, "terminal-split-light");
+    // the left pane still types on its own
+    await typeIn(page, "echo left-side\n");
+    await waitLine(page, /^left-side$/);
+    assert.equal((await lines(page, SPLIT)).filter((l) => l === "left-side").length, 0);
+    // closing the split pane closes its session and gives the panel back to one pane
+    const id = await page.locator(`${SPLIT} .ide-term-screen`).getAttribute("data-session");
+    await page.locator(".ide-term-tab.split .ide-close").click();
+    await page.waitForFunction(() => document.querySelectorAll(".ide-term-pane").length === 1 && document.querySelectorAll(".ide-term-tab").length === 1);
+    const sessions = await b.outside("shell::pty::sessions", {});
+    assert.ok(!sessions.sessions.some((/** @type {any} */ s) => s.session_id === id), "closed split session is gone");
   });
 
   test("a reload mid-output re-attaches by the lease and continues exactly", async () => {
