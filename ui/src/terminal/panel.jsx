@@ -3,7 +3,7 @@
 // lease, errors with code and message) and this page's orphaned sessions,
 // offered for adoption.
 
-import { useEffect, useLayoutEffect, useRef, useSyncExternalStore } from "react";
+import { useEffect, useLayoutEffect, useRef, useState, useSyncExternalStore } from "react";
 import { ErrorLine } from "../ui.jsx";
 import { FONT_MAX, FONT_MIN } from "./leases.js";
 import { ORPHAN_POLL_MS } from "./terminals.js";
@@ -72,6 +72,7 @@ function Panel({ terms, root, dark }) {
             +
           </button>
         </div>
+        {active && <FindBox pane={active} />}
         <div className="ide-term-font" role="group" aria-label="Terminal font size">
           {split ? (
             <button className="ide-button small" onClick={() => terms.unsplit()} title="Show one terminal (the other keeps running in its tab)">
@@ -192,5 +193,39 @@ function PaneView({ pane, terms }) {
       {pane.truncated && <div className="ide-muted ide-term-note">Older output was dropped from the worker&apos;s buffer; the screen was redrawn.</div>}
       <div className="ide-term-host" ref={host} />
     </div>
+  );
+}
+
+/** Find in the active terminal's buffer (the search addon): Enter finds the next match, Shift+Enter the previous. @param {{pane: import("./terminals.js").TermPane}} props */
+function FindBox({ pane }) {
+  const [query, setQuery] = useState("");
+  const [missing, setMissing] = useState(false);
+  /** @param {boolean} back */
+  const find = (back) => {
+    if (!query) return;
+    const found = back ? pane.search.findPrevious(query) : pane.search.findNext(query);
+    setMissing(!found);
+  };
+  return (
+    <input
+      className={`ide-input ide-term-find${missing ? " missing" : ""}`}
+      aria-label="Find in terminal"
+      placeholder="Find in terminal"
+      value={query}
+      onChange={(e) => {
+        setQuery(e.target.value);
+        setMissing(false);
+      }}
+      onKeyDown={(e) => {
+        if (e.key === "Enter") {
+          e.preventDefault();
+          find(e.shiftKey);
+        } else if (e.key === "Escape") {
+          pane.search.clearDecorations();
+          pane.term.clearSelection();
+          pane.term.focus();
+        }
+      }}
+    />
   );
 }

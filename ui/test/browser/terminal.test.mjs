@@ -133,6 +133,19 @@ describe("the ide terminal panes", () => {
     assert.ok(!sessions.sessions.some((/** @type {any} */ s) => s.session_id === id), "closed split session is gone");
   });
 
+  test("find in the terminal selects the match; a missing one is marked", async () => {
+    await typeIn(page, "echo needle-$((40+2))\n");
+    await waitLine(page, /^needle-42$/);
+    const find = page.getByRole("textbox", { name: "Find in terminal" });
+    await find.fill("needle-42");
+    await find.press("Enter");
+    await page.waitForFunction(() => /** @type {any} */ (document.querySelector(".ide-term-pane .ide-term-screen")).ideTerminal.getSelection() === "needle-42");
+    await find.fill("no-such-text-here");
+    await find.press("Enter");
+    await page.locator(".ide-term-find.missing").waitFor(T);
+    await find.press("Escape");
+  });
+
   test("a reload mid-output re-attaches by the lease and continues exactly", async () => {
     const N = 600;
     await typeIn(page, `clear; for i in $(seq 1 ${N}); do echo line-$i; sleep 0.005; done; echo END-MARK\n`);
