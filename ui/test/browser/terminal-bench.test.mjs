@@ -39,20 +39,37 @@ test("keystroke to glyph, and a 50 MB cat stopped by Ctrl+C", async () => {
       const w = /** @type {any} */ (window);
       const term = () => /** @type {any} */ (document.querySelector(".ide-term-pane .ide-term-screen")).ideTerminal;
       const pos = (/** @type {any} */ t) => `${t.buffer.active.baseY + t.buffer.active.cursorY}:${t.buffer.active.cursorX}`;
+      // where the time goes: the page's shell::pty::write answered, the echo parsed, then drawn
+      const client = w.__host.client;
+      const trigger = client.trigger.bind(client);
+      client.trigger = (/** @type {string} */ id, /** @type {any} */ p, /** @type {any} */ o) => {
+        const r = trigger(id, p, o);
+        if (id === "shell::pty::write") r.then(() => (w.__writeDone = performance.now()), () => {});
+        return r;
+      };
       w.__armGlyph = () => {
         const t = term();
         const before = pos(t);
         /** @type {number | undefined} */
         let t0;
+        /** @type {number | undefined} */
+        let parsed;
+        w.__writeDone = undefined;
         const onKey = () => {
           t0 = performance.now();
         };
         document.addEventListener("keydown", onKey, { capture: true, once: true });
+        const p = t.onWriteParsed(() => {
+          if (t0 === undefined || pos(t) === before) return;
+          p.dispose();
+          parsed = performance.now();
+        });
         w.__glyph = new Promise((resolve) => {
           const d = t.onRender(() => {
             if (t0 === undefined || pos(t) === before) return;
             d.dispose();
-            resolve(performance.now() - t0);
+            const now = performance.now();
+            resolve({ glyph: now - t0, write: (w.__writeDone ?? now) - t0, parsed: (parsed ?? now) - t0 });
           });
         });
       };
@@ -103,6 +120,10 @@ test("keystroke to glyph, and a 50 MB cat stopped by Ctrl+C", async () => {
     });
     /** @type {number[]} */
     const glyph = [];
+    /** @type {number[]} */
+    const writeRtt = [];
+    /** @type {number[]} */
+    const parsed = [];
     const letters = "abcdefghijklmnopqrstuvwxyz";
     for (let i = 0; i < KEYS; i++) {
       if (i > 0 && i % 60 === 0) {
@@ -112,7 +133,10 @@ test("keystroke to glyph, and a 50 MB cat stopped by Ctrl+C", async () => {
       }
       await page.evaluate(() => /** @type {any} */ (window).__armGlyph());
       await page.keyboard.press(letters[i % letters.length]);
-      glyph.push(await page.evaluate(() => /** @type {any} */ (window).__glyph));
+      const m = await page.evaluate(() => /** @type {any} */ (window).__glyph);
+      glyph.push(m.glyph);
+      writeRtt.push(m.write);
+      parsed.push(m.parsed);
     }
     // end the line, then EOF (a ^D after typed characters only flushes them)
     await page.keyboard.press("Enter");
@@ -164,6 +188,8 @@ test("keystroke to glyph, and a 50 MB cat stopped by Ctrl+C", async () => {
     const result = {
       keystrokes: KEYS,
       keystroke_to_glyph_ms: { p50: round(quantile(glyph, 0.5)), p99: round(quantile(glyph, 0.99)), max: round(Math.max(...glyph)) },
+      keystroke_to_write_answered_ms: { p50: round(quantile(writeRtt, 0.5)), p99: round(quantile(writeRtt, 0.99)) },
+      keystroke_to_echo_parsed_ms: { p50: round(quantile(parsed, 0.5)), p99: round(quantile(parsed, 0.99)) },
       cat_50mb: {
         runs: CAT_RUNS,
         ctrl_c_to_prompt_ms: { all: stop.map(round), max: round(Math.max(...stop)) },
