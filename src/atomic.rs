@@ -26,6 +26,7 @@ use crate::journal;
 use crate::policy::Resolved;
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag};
+use sha2::{Digest, Sha256};
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
@@ -234,6 +235,13 @@ pub struct Staged {
     /// The staging name, when the filesystem has no `O_TMPFILE`.
     named: Option<OsString>,
     written: u64,
+    /// The new body's SHA-256, taken as it is written, while a journal
+    /// records this call: the journal then neither reads the body back to
+    /// name it nor copies a body it already holds.
+    hasher: Option<Sha256>,
+    /// The journal's image of this new version, stored (and flushed) while
+    /// the version itself was flushed; see [`Staged::seal`].
+    after: Option<(journal::Capture, Option<journal::Image>)>,
 }
 
 impl Staged {
@@ -274,6 +282,8 @@ impl Staged {
             parent,
             named,
             written: 0,
+            hasher: journal::current().map(|_| Sha256::new()),
+            after: None,
         })
     }
 
@@ -281,6 +291,9 @@ impl Staged {
     pub fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.file.write_all(bytes)?;
         self.written += bytes.len() as u64;
+        if let Some(h) = self.hasher.as_mut() {
+            h.update(bytes);
+        }
         Ok(())
     }
 
@@ -299,7 +312,13 @@ impl Staged {
     /// swapping any in). `owner` is the previous file's `(uid, gid)`;
     /// restoring it is best effort (only a privileged worker can give files
     /// away).
-    pub fn seal(self, mode: u32, owner: Option<(u32, u32)>) -> std::io::Result<Sealed> {
+    ///
+    /// While a journal records the call, the journal's copy of the new body
+    /// is written first and flushed on a second thread while this one
+    /// flushes the version itself: both reach the disk in one commit of the
+    /// filesystem's journal (measured in BENCHMARKS.md), not one after the
+    /// other.
+    pub fn seal(mut self, mode: u32, owner: Option<(u32, u32)>) -> std::io::Result<Sealed> {
         let file = &self.file;
         file.set_permissions(std::fs::Permissions::from_mode(mode))?;
         if let Some((uid, gid)) = owner {
@@ -310,7 +329,29 @@ impl Staged {
                 file.set_permissions(std::fs::Permissions::from_mode(mode))?;
             }
         }
-        file.sync_all()?;
+        let cap = self.hasher.take().and_then(|h| {
+            let cap = journal::capture()?;
+            let image = cap.image_of_new(&self.file, &h.finalize(), self.written, mode);
+            Some((cap, image))
+        });
+        match cap {
+            Some((cap, mut image)) => {
+                let body = std::thread::scope(|s| {
+                    let body = s.spawn(|| image.as_mut().map_or(Ok(()), |i| i.flush_body()));
+                    let own = self.file.sync_all();
+                    let body = body
+                        .join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("flush")));
+                    own.map(|()| body)
+                })?;
+                if let Err(e) = body {
+                    tracing::error!(error = %e, "change journal: a body did not reach the disk; the change is journaled without it");
+                    image = None;
+                }
+                self.after = Some((cap, image));
+            }
+            None => self.file.sync_all()?,
+        }
         Ok(Sealed { stage: Some(self) })
     }
 
@@ -378,14 +419,20 @@ impl Sealed {
         let target = stage.parent.name.clone();
         // The journal keeps the body being replaced and the new one; both
         // are stored before the swap, the record is written after it.
-        let cap = journal::capture();
+        let (cap, sealed_after) = match stage.after.take() {
+            Some((cap, after)) => (Some(cap), Some(after)),
+            None => (journal::capture(), None),
+        };
         let images = cap.as_ref().map(|c| {
             let before = image_at(c, &stage.parent);
-            let mode = stage
-                .file
-                .metadata()
-                .map_or(DEFAULT_FILE_MODE, |m| m.permissions().mode() & 0o7777);
-            (before, c.image_of(&stage.file, mode))
+            let after = sealed_after.unwrap_or_else(|| {
+                let mode = stage
+                    .file
+                    .metadata()
+                    .map_or(DEFAULT_FILE_MODE, |m| m.permissions().mode() & 0o7777);
+                c.image_of(&stage.file, mode)
+            });
+            (before, after)
         });
         match (stage.named.take(), clobber) {
             (None, Clobber::Never) => stage.link_as(&target)?,

@@ -33,12 +33,7 @@ async fn setup() -> Setup {
         &[],
     );
     assert!(ide.wait_for_log("ide serving", T).await, "{}", ide.logs());
-    assert!(
-        engine
-            .wait_for_function("coder::update-file", T)
-            .await
-            .is_some()
-    );
+    assert!(engine.wait_for_ide(T).await);
     Setup {
         engine,
         _ide: ide,

@@ -25,10 +25,7 @@ async fn world() -> Option<(Engine, IdeProcess, tempfile::TempDir)> {
         &[],
     );
     assert!(
-        engine
-            .wait_for_function("shell::exec", WAIT)
-            .await
-            .is_some(),
+        engine.wait_for_ide(WAIT).await,
         "ide did not register:\n{}",
         ide.logs()
     );

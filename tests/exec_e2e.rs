@@ -55,10 +55,7 @@ async fn start(configure: impl FnOnce(&mut Config)) -> World {
         &[("RUST_LOG", "info")],
     );
     assert!(
-        engine
-            .wait_for_function("shell::kill", WAIT)
-            .await
-            .is_some(),
+        engine.wait_for_ide(WAIT).await,
         "ide did not register its functions:\n{}",
         ide.logs()
     );

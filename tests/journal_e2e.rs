@@ -39,12 +39,7 @@ async fn a_turn_survives_a_restart_and_reverts_all_or_nothing() {
     std::fs::create_dir(&cwd).unwrap();
     let mut ide = start(&engine, &seed, &cwd);
     assert!(ide.wait_for_log("ide serving", T).await, "{}", ide.logs());
-    assert!(
-        engine
-            .wait_for_function("shell::turns::revert", T)
-            .await
-            .is_some()
-    );
+    assert!(engine.wait_for_ide(T).await);
 
     let turn = json!({"turn_id": "t-e2e", "session_id": "console-1"});
     let with_turn = |mut v: Value| {

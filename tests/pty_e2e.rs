@@ -50,10 +50,7 @@ async fn start() -> World {
         &[("RUST_LOG", "info")],
     );
     assert!(
-        engine
-            .wait_for_function("shell::pty::open", WAIT)
-            .await
-            .is_some(),
+        engine.wait_for_ide(WAIT).await,
         "ide did not register its functions:\n{}",
         ide.logs()
     );
@@ -382,8 +379,18 @@ async fn a_slow_console_under_a_flood_keeps_the_worker_flat_and_ctrl_c_works() {
 #[tokio::test]
 async fn shutdown_leaves_no_session_process() {
     let w = start().await;
-    let console = w.console("ide").await;
-    let a = w.open(&console, None, &[]).await["pid"].as_u64().unwrap();
+    let mut console = w.console("ide").await;
+    let login = w.open(&console, None, &[]).await;
+    let a = login["pid"].as_u64().unwrap();
+    // the login shell finishes its startup files first: one killed inside
+    // them can leave their tools' locks behind (pyenv's rehash)
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": login["session_id"], "access_key": login["access_key"],
+               "data": b64("echo ready-$((1+1))\r")}),
+    )
+    .await;
+    console.until(&mut 1, |t| t.contains("ready-2")).await;
     let b = w
         .open(
             &console,

@@ -1495,7 +1495,14 @@ async fn a_child_that_leaves_the_group_dies_when_its_command_ends() {
         return;
     }
     let w = world(config());
-    let script = r#"python3 -c 'import os,subprocess,time; os.setpgrp(); subprocess.Popen(["sleep","327"]); time.sleep(327)' & echo started"#;
+    // the command ends only once the grandchild exists (else it could end
+    // first, and there would be nothing left to kill)
+    let marks = tempfile::TempDir::new().unwrap();
+    let ready = marks.path().join("ready");
+    let script = format!(
+        r#"python3 -c 'import os,subprocess,time; os.setpgrp(); subprocess.Popen(["sleep","327"]); open("{r}","w").close(); time.sleep(327)' & while [ ! -e "{r}" ]; do sleep 0.01; done; echo started"#,
+        r = ready.display()
+    );
     let call = w.call(
         "shell::exec",
         json!({"command": "sh", "args": ["-c", script]}),

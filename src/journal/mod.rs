@@ -485,6 +485,53 @@ impl Journal {
         }
         let size = file.metadata()?.len();
         let keep = cap > 0 && size <= cap;
+        self.copy_body(file, keep, None, mode)
+    }
+
+    /// Store the body of a new version whose hash and size the write layer
+    /// took as it wrote it: no read-back to hash it, and no copy at all when
+    /// the store already holds that body.
+    fn store_new(
+        &self,
+        file: &std::fs::File,
+        digest: &[u8],
+        size: u64,
+        mode: u32,
+        cap: u64,
+    ) -> std::io::Result<Image> {
+        let revision = hex(digest);
+        let keep = cap > 0 && size <= cap;
+        let held = keep
+            && nix::sys::stat::fstatat(
+                self.state().blobs.as_fd(),
+                revision.as_str(),
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+            .is_ok();
+        if held || !keep {
+            return Ok(Image {
+                version: Version {
+                    revision: revision.clone(),
+                    size,
+                    mode,
+                    stored: held,
+                },
+                blob: held.then_some(revision),
+                pending: None,
+            });
+        }
+        self.copy_body(file, true, Some(revision), mode)
+    }
+
+    /// Read `file` from its start, hashing it unless `known` names it
+    /// already, and copy it into a new blob when `keep`.
+    fn copy_body(
+        &self,
+        file: &std::fs::File,
+        keep: bool,
+        known: Option<String>,
+        mode: u32,
+    ) -> std::io::Result<Image> {
         let blobs = { nix::unistd::dup(self.state().blobs.as_fd())? };
         let mut tmp: Option<std::fs::File> = if keep {
             Some(
@@ -507,13 +554,15 @@ impl Journal {
             if n == 0 {
                 break;
             }
-            hasher.update(&buf[..n]);
+            if known.is_none() {
+                hasher.update(&buf[..n]);
+            }
             if let Some(t) = tmp.as_mut() {
                 t.write_all(&buf[..n])?;
             }
             at += n as u64;
         }
-        let revision = hex(&hasher.finalize());
+        let revision = known.unwrap_or_else(|| hex(&hasher.finalize()));
         let (stored, pending) = match tmp {
             Some(t) => {
                 let (stored, fresh) = self.link_blob(&blobs, &t, &revision, at)?;
@@ -812,6 +861,19 @@ fn record_locked(st: &State, seq: u64) -> Option<ChangeRecord> {
 
 // ───────────────────────────── the write layer's side ─────────────────────────────
 
+impl Image {
+    /// Flush a body written for this image (if any); afterwards the record
+    /// naming it needs no flush of its own. The write layer calls this
+    /// beside the new version's own flush, so the two share a commit of the
+    /// filesystem's journal instead of following each other.
+    pub fn flush_body(&mut self) -> std::io::Result<()> {
+        if let Some(f) = self.pending.take() {
+            f.sync_data()?;
+        }
+        Ok(())
+    }
+}
+
 /// What the write layer holds while a mutation is under way.
 pub struct Capture {
     scope: Scope,
@@ -835,6 +897,19 @@ impl Capture {
     pub fn image_of(&self, file: &std::fs::File, mode: u32) -> Option<Image> {
         self.journal
             .store_file(file, mode, self.scope.max_blob_bytes)
+            .ok()
+    }
+
+    /// The image of a new version the write layer hashed as it wrote it.
+    pub fn image_of_new(
+        &self,
+        file: &std::fs::File,
+        digest: &[u8],
+        size: u64,
+        mode: u32,
+    ) -> Option<Image> {
+        self.journal
+            .store_new(file, digest, size, mode, self.scope.max_blob_bytes)
             .ok()
     }
 

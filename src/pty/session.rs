@@ -317,6 +317,12 @@ impl Session {
         }
     }
 
+    /// Frames produced while someone is attached that were not delivered.
+    pub fn undelivered(&self) -> u64 {
+        let st = self.st();
+        st.ring.last_seq().saturating_sub(st.delivered)
+    }
+
     /// `(room, idle)`: whether the delivery window has room for another
     /// frame, and whether a console is attached with nothing in flight.
     fn flow(&self) -> (bool, bool) {

@@ -200,7 +200,7 @@ async fn a_shell_echoes_and_frames_are_numbered_from_one() {
 
 #[tokio::test]
 async fn a_login_shell_is_the_default() {
-    let w = world();
+    let mut w = world();
     let o = w
         .ok(
             "shell::pty::open",
@@ -211,6 +211,15 @@ async fn a_login_shell_is_the_default() {
     let pid = o["pid"].as_u64().unwrap();
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
     assert_eq!(cmdline.first(), Some(&b'-'), "argv[0] marks a login shell");
+    // let the shell finish its startup files first: a login shell killed
+    // inside them can leave their tools' locks behind (pyenv's rehash)
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": o["session_id"], "access_key": o["access_key"],
+               "data": b64("echo ready-$((1+1))\r")}),
+    )
+    .await;
+    w.until_output(|t| t.contains("ready-2")).await;
     w.services.shutdown().await;
     assert!(!alive(pid));
 }
@@ -680,18 +689,15 @@ async fn a_slow_console_bounds_delivery_and_ctrl_c_still_gets_through() {
     .await;
     w.until_output(|t| t.contains("y\r\ny")).await;
     let s = w.services.pty.get(id.as_str().unwrap()).unwrap();
-    // over a second of flooding, the session stays within the window
+    // over a second of flooding, production stays within the window of
+    // what the console acknowledged
     for _ in 0..10 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let sum = s.summary();
-        let delivered_behind = sum.sequence;
+        let behind = s.undelivered();
         assert!(
-            sum.frame_bytes
-                <= (super::session::WINDOW as usize + 8) * super::session::FRAME_MAX * 2,
-            "ring holds {} bytes",
-            sum.frame_bytes
+            behind <= super::session::WINDOW,
+            "{behind} frames undelivered"
         );
-        let _ = delivered_behind;
     }
     let produced = s.summary().sequence;
     assert!(

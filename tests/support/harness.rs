@@ -164,6 +164,21 @@ impl Engine {
         }
     }
 
+    /// Wait until every function of ide's catalog is registered: they are
+    /// registered one by one, so one of them being there says nothing
+    /// about the rest.
+    pub async fn wait_for_ide(&self, timeout: Duration) -> bool {
+        let want: Vec<String> = ide::catalog::Catalog::standard()
+            .iter()
+            .map(|d| d.id.to_string())
+            .collect();
+        self.wait_for_functions(
+            |fs| want.iter().all(|id| fs.iter().any(|f| &f.id == id)),
+            timeout,
+        )
+        .await
+    }
+
     /// Wait until `pred` holds for [`functions`](Self::functions).
     pub async fn wait_for_functions(
         &self,
