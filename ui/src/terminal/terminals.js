@@ -630,6 +630,8 @@ export class Terminals {
 
   /** Detached sessions of this page that no pane here holds: what a lost storage left running. */
   async refreshOrphans() {
+    // only sessions that were live before the call can be missing from its answer
+    const liveBefore = new Set(this.panes.filter((p) => p.status === "live").map((p) => p.sessionId));
     try {
       const out = await this.api.call("shell::pty::sessions", {}, 10_000);
       // a lost pane holds nothing: its session is exactly what may be offered
@@ -637,6 +639,14 @@ export class Terminals {
       const list = Array.isArray(out?.sessions) ? out.sessions : [];
       this.orphans = list.filter((s) => s && s.ui === "ide" && s.status === "detached" && !mine.has(s.session_id));
       this.orphanError = null;
+      // a live pane whose session the worker no longer lists lost it (the worker restarted):
+      // say so now rather than at the next keystroke
+      const listed = new Set(list.map((s) => s?.session_id));
+      for (const p of this.panes) {
+        if (p.status === "live" && p.sessionId && liveBefore.has(p.sessionId) && !listed.has(p.sessionId)) {
+          p.failed({ code: "S211", message: `the worker no longer lists session ${p.sessionId}; it ended with the worker` });
+        }
+      }
     } catch (e) {
       this.orphanError = { code: /** @type {any} */ (e)?.code ?? "error", message: /** @type {any} */ (e)?.message ?? String(e) };
     }

@@ -239,4 +239,16 @@ describe("the ide terminal panes", () => {
     assert.equal(now.functions, before.functions);
     assert.deepEqual(b.consoleErrors, []);
   });
+
+  test("a session that ends with the worker's knowledge of it shows as lost without a keystroke", async () => {
+    const id = await page.locator(".ide-term-pane .ide-term-screen").getAttribute("data-session");
+    const lease = await page.evaluate((sid) => JSON.parse(localStorage.getItem("ide:term:leases") ?? "[]").find((/** @type {any} */ l) => l.session_id === sid), id);
+    // gone from the worker as after its restart, with no last frame to the pane: another
+    // caller detaches it first (so nothing is delivered here), then closes it
+    await b.outside("shell::pty::detach", { session_id: id, access_key: lease.access_key });
+    await b.outside("shell::pty::close", { session_id: id, access_key: lease.access_key });
+    const lost = page.locator('[data-testid="term-lost"]');
+    await lost.waitFor(T);
+    assert.match(await lost.innerText(), /no longer lists/);
+  });
 });
