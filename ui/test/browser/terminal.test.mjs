@@ -12,6 +12,19 @@ import { SPLIT, lines, openWorkspace, pane, typeIn, waitLine } from "./terminal-
 const T = { timeout: 15_000 };
 
 /**
+ * Wait until the worker no longer lists `id` (the pane goes at once, its
+ * shell::pty::close answers after). @param {any} b @param {string | null} id
+ */
+async function sessionGone(b, id) {
+  for (let i = 0; i < 200; i++) {
+    const listed = await b.outside("shell::pty::sessions", {});
+    if (!listed.sessions.some((/** @type {any} */ s) => s.session_id === id)) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.fail(`session ${id} is still listed 10 s after its pane was closed`);
+}
+
+/**
  * Wait for the page to offer `id` for adoption; on a timeout say what the
  * worker lists. @param {import("playwright-core").Page} page @param {any} b @param {string | null} id
  */
@@ -129,8 +142,7 @@ describe("the ide terminal panes", () => {
     const id = await page.locator(`${SPLIT} .ide-term-screen`).getAttribute("data-session");
     await page.locator(".ide-term-tab.split .ide-close").click();
     await page.waitForFunction(() => document.querySelectorAll(".ide-term-pane").length === 1 && document.querySelectorAll(".ide-term-tab").length === 1);
-    const sessions = await b.outside("shell::pty::sessions", {});
-    assert.ok(!sessions.sessions.some((/** @type {any} */ s) => s.session_id === id), "closed split session is gone");
+    await sessionGone(b, id);
   });
 
   test("find in the terminal selects the match; a missing one is marked", async () => {
@@ -173,8 +185,7 @@ describe("the ide terminal panes", () => {
     await page.locator('[data-testid="term-exit"]', { hasText: "status 3" }).waitFor(T);
     await page.locator(".ide-term-tab.active .ide-close").click();
     await page.waitForFunction(() => document.querySelectorAll(".ide-term-tab").length === 1);
-    const sessions = await b.outside("shell::pty::sessions", {});
-    assert.ok(!sessions.sessions.some((/** @type {any} */ s) => s.session_id === id), "closed session is gone");
+    await sessionGone(b, id);
   });
 
   test("a lease whose credentials are invalid shows as lost, with a new shell on offer", async () => {
