@@ -242,6 +242,36 @@ async fn console_page_in_chromium_against_the_real_binary() {
     run_browser_suite("test/browser/page.test.mjs", fixture, &[]).await;
 }
 
+/// The terminal panes: a login shell in the root, typing, `stty size` after
+/// a resize, a reload mid-output, exit status, a lost lease, an orphan adopted.
+#[tokio::test(flavor = "multi_thread")]
+async fn terminal_panes_in_chromium_against_the_real_binary() {
+    run_browser_suite(
+        "test/browser/terminal.test.mjs",
+        |root| std::fs::write(root.join("README.md"), b"# Terminals\n").expect("write fixture"),
+        &[],
+    )
+    .await;
+}
+
+/// The BENCHMARKS.md terminal numbers: keystroke → glyph in the pane over
+/// 200 keystrokes, and a 50 MB `cat` stopped by Ctrl+C.
+/// `cargo test --release --test ui_browser -- --ignored`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark: writes a 50 MB file and floods a terminal pane"]
+async fn bench_terminal_keystrokes_and_cat() {
+    run_browser_suite(
+        "test/browser/terminal-bench.test.mjs",
+        |root| {
+            let line = "a line of the 50 MB file the terminal pane cats ................\n";
+            let body = line.repeat((50 << 20) / line.len() + 1);
+            std::fs::write(root.join("big50.txt"), body).expect("big file");
+        },
+        &[],
+    )
+    .await;
+}
+
 /// The BENCHMARKS.md numbers: first tree paint on a 100 000-file tree and
 /// opening a 5 MB file. `cargo test --release --test ui_browser -- --ignored`.
 #[tokio::test(flavor = "multi_thread")]

@@ -8,6 +8,7 @@ import { App } from "./app.js";
 import { Workspace } from "./workspace.jsx";
 import { Picker } from "./picker.jsx";
 import { storage } from "./storage.js";
+import { Terminals } from "./terminal/terminals.js";
 
 /**
  * @param {any} host
@@ -15,6 +16,8 @@ import { storage } from "./storage.js";
  */
 export default function setup(host) {
   const app = new App(host);
+  // the terminals' output router and panes live as long as this asset
+  app.terminals = new Terminals(app);
   /** @type {Array<() => void>} */
   const offs = [];
   const pages = host.pages;
@@ -37,6 +40,7 @@ export default function setup(host) {
         console.error("ide: unregistering the page failed", e);
       }
     }
+    app.terminals.dispose();
     app.dispose();
   };
 }

@@ -4,6 +4,7 @@
 
 import { Explorer } from "./explorer.jsx";
 import { SearchPanel } from "./search.jsx";
+import { TerminalPanel } from "./terminal/panel.jsx";
 
 /**
  * @typedef {{id: string, title: string, render: (ctx: any) => any}} Pane
@@ -15,5 +16,5 @@ export const sidePanes = [
   { id: "search", title: "Search", render: (ctx) => <SearchPanel ctx={ctx} /> },
 ];
 
-/** Panes under the editor (none yet). @type {Pane[]} */
-export const bottomPanes = [];
+/** Panes under the editor. @type {Pane[]} */
+export const bottomPanes = [{ id: "terminal", title: "Terminal", render: (ctx) => <TerminalPanel ctx={ctx} /> }];

@@ -8,7 +8,7 @@ import { TreeModel } from "./models/tree.js";
 import { TabsModel } from "./models/tabs.js";
 import { basename, imageType, join, relative, stealsView } from "./models/paths.js";
 import { EditorPane, forgetEditorState } from "./editor.jsx";
-import { sidePanes } from "./panes.jsx";
+import { bottomPanes, sidePanes } from "./panes.jsx";
 import { storage } from "./storage.js";
 import { Button, ErrorLine } from "./ui.jsx";
 import { QuickOpen } from "./quickopen.jsx";
@@ -376,6 +376,11 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
             ))}
           </div>
           <div className="ide-editor">{active ? <EditorPane key={active.path} ctx={ctx} tab={active} /> : <div className="ide-empty">Open a file from the explorer, or press Ctrl+P.</div>}</div>
+          {bottomPanes.map((p) => (
+            <div key={p.id} className="ide-bottom" data-pane-id={p.id}>
+              {p.render(ctx)}
+            </div>
+          ))}
         </main>
       </div>
       <footer className="ide-status">

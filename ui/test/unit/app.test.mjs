@@ -127,7 +127,8 @@ test("the built bundle's setup registers the ide page and its teardown disposes 
   assert.equal(pages[0].title, "IDE");
   assert.equal(pages[0].configurationId, "ide");
   assert.equal(typeof pages[0].render, "function");
-  assert.equal(h.handlers.size, 1);
+  // the change handler and the terminals' output handler, one each per asset
+  assert.deepEqual([...h.handlers.keys()].sort(), ["iii::ide-ui::changed::console-test", "iii::ide-ui::pty-output::console-test"]);
   teardown();
   assert.equal(pages.length, 0);
   assert.equal(h.handlers.size, 0);

@@ -1,0 +1,66 @@
+// Helpers of the terminal suites: open the workspace, read the active
+// pane's xterm buffer, type into it, wait for a line.
+
+/** @typedef {import("playwright-core").Page} Page */
+
+/** Pick `root` in the picker (a fresh storage) or find it remembered. @param {Page} page @param {string} root */
+export async function openWorkspace(page, root) {
+  const picker = page.locator('[data-testid="picker"]');
+  const workspace = page.locator('[data-testid="root"]', { hasText: root });
+  await picker.or(workspace).first().waitFor({ timeout: 15_000 });
+  if (await workspace.count()) return;
+  await page.locator(`button[data-root="${root}"]`).click();
+  await page.locator('[aria-label="Roots"] li', { hasText: root }).getByRole("button", { name: "Open" }).click();
+  await workspace.waitFor({ timeout: 15_000 });
+}
+
+/** The active pane, optionally in a status. @param {Page} page @param {string} [status] */
+export function pane(page, status) {
+  return page.locator(status ? `.ide-term-pane[data-status="${status}"]` : ".ide-term-pane");
+}
+
+/** The active (left) pane; the split one is SPLIT. */
+export const ACTIVE = ".ide-term-body > .ide-term-pane:nth-child(1)";
+export const SPLIT = ".ide-term-body > .ide-term-pane:nth-child(2)";
+
+/** Every line of a pane's buffer (scrollback included), right-trimmed. @param {Page} page @param {string} [sel] @returns {Promise<string[]>} */
+export function lines(page, sel = ACTIVE) {
+  return page.evaluate((sel) => {
+    const t = /** @type {any} */ (document.querySelector(`${sel} .ide-term-screen`))?.ideTerminal;
+    if (!t) return [];
+    const b = t.buffer.active;
+    const out = [];
+    for (let i = 0; i < b.length; i++) out.push(b.getLine(i)?.translateToString(true).trimEnd() ?? "");
+    return out;
+  }, sel);
+}
+
+/** Wait until a line of a pane matches `re`. @param {Page} page @param {RegExp} re @param {number} [timeout] @param {string} [sel] */
+export async function waitLine(page, re, timeout = 15_000, sel = ACTIVE) {
+  try {
+    await page.waitForFunction(
+      ([source, flags, sel]) => {
+        const t = /** @type {any} */ (document.querySelector(`${sel} .ide-term-screen`))?.ideTerminal;
+        if (!t) return false;
+        const re = new RegExp(source, flags);
+        const b = t.buffer.active;
+        for (let i = b.length - 1; i >= 0; i--) if (re.test(b.getLine(i)?.translateToString(true).trimEnd() ?? "")) return true;
+        return false;
+      },
+      [re.source, re.flags, sel],
+      { timeout, polling: 50 },
+    );
+  } catch (e) {
+    const got = (await lines(page, sel)).filter((l) => l.length).slice(-15).join("\n");
+    throw new Error(`no line matched ${re} within ${timeout} ms; the pane ends with:\n${got}`, { cause: e });
+  }
+}
+
+/** Focus a pane and type. @param {Page} page @param {string} text @param {string} [sel] */
+export async function typeIn(page, text, sel = ACTIVE) {
+  await page.locator(`${sel} .xterm-helper-textarea`).focus();
+  for (const part of text.split(/(\n)/)) {
+    if (part === "\n") await page.keyboard.press("Enter");
+    else if (part) await page.keyboard.type(part);
+  }
+}
