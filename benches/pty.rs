@@ -37,6 +37,39 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// `n` one-byte writes (`write` gets the base64 data), each timed until a
+/// frame holding its echo arrived on `rx`: (p50, p99) in ms.
+async fn echo_latency<F, Fut>(
+    n: usize,
+    rx: &mut mpsc::UnboundedReceiver<(u64, usize, Vec<u8>, bool)>,
+    mut write: F,
+) -> (f64, f64)
+where
+    F: FnMut(String) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut lat = Vec::with_capacity(n);
+    for i in 0..n {
+        let c = [b'a' + (i % 26) as u8];
+        let t = Instant::now();
+        write(base64::engine::general_purpose::STANDARD.encode(c)).await;
+        loop {
+            let (_, _, head, _) = tokio::time::timeout(WAIT, rx.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            if head.contains(&c[0]) {
+                break;
+            }
+        }
+        lat.push(t.elapsed());
+    }
+    lat.sort();
+    let pct =
+        |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)].as_secs_f64() * 1e3;
+    (pct(0.5), pct(0.99))
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "quick");
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -102,38 +135,20 @@ async fn in_process(quick: bool) {
         )
         .await
         .expect("open");
-    let mut lat = Vec::with_capacity(n);
-    for i in 0..n {
-        let c = [b'a' + (i % 26) as u8];
-        let t = Instant::now();
-        catalog
-            .call(
-                &services,
-                "shell::pty::write",
-                json!({"session_id": o["session_id"],
-                  "access_key": o["access_key"],
-                  "data": base64::engine::general_purpose::STANDARD.encode(c)}),
-            )
-            .await
-            .expect("write");
-        loop {
-            let (_, _, head, _) = tokio::time::timeout(WAIT, rx.recv())
+    let (p50, p99) = echo_latency(n, &mut rx, |data| {
+        let (catalog, services) = (&catalog, &services);
+        let payload =
+            json!({"session_id": o["session_id"], "access_key": o["access_key"], "data": data});
+        async move {
+            catalog
+                .call(services, "shell::pty::write", payload)
                 .await
-                .unwrap()
-                .unwrap();
-            if head.contains(&c[0]) {
-                break;
-            }
+                .expect("write");
         }
-        lat.push(t.elapsed());
-    }
-    lat.sort();
-    let pct =
-        |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)].as_secs_f64() * 1e3;
+    })
+    .await;
     println!(
-        "in-process keystroke → echo frame delivered (worker alone, no transport), {n} keystrokes: p50 {:.3} ms  p99 {:.3} ms",
-        pct(0.5),
-        pct(0.99)
+        "in-process keystroke → echo frame delivered (worker alone, no transport), {n} keystrokes: p50 {p50:.3} ms  p99 {p99:.3} ms"
     );
     services.shutdown().await;
 }
@@ -367,37 +382,19 @@ async fn run(quick: bool) {
         .await
         .expect("open cat");
     while rx.try_recv().is_ok() {}
-    let mut lat = Vec::with_capacity(n);
-    for i in 0..n {
-        let c = [b'a' + (i % 26) as u8];
-        let t = Instant::now();
-        engine
-            .call(
-                "shell::pty::write",
-                json!({"session_id": o["session_id"], "access_key": o["access_key"],
-                  "data": base64::engine::general_purpose::STANDARD.encode(c)}),
-            )
-            .await
-            .expect("write");
-        loop {
-            let (_, _, head, _) = tokio::time::timeout(WAIT, rx.recv())
+    let (p50, p99) = echo_latency(n, &mut rx, |data| {
+        let engine = &engine;
+        let payload =
+            json!({"session_id": o["session_id"], "access_key": o["access_key"], "data": data});
+        async move {
+            engine
+                .call("shell::pty::write", payload)
                 .await
-                .unwrap()
-                .unwrap();
-            if head.contains(&c[0]) {
-                break;
-            }
+                .expect("write");
         }
-        lat.push(t.elapsed());
-    }
-    lat.sort();
-    let pct =
-        |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)].as_secs_f64() * 1e3;
-    println!(
-        "keystroke → echo frame received, {n} keystrokes: p50 {:.2} ms  p99 {:.2} ms",
-        pct(0.5),
-        pct(0.99)
-    );
+    })
+    .await;
+    println!("keystroke → echo frame received, {n} keystrokes: p50 {p50:.2} ms  p99 {p99:.2} ms");
     let _ = engine
         .call(
             "shell::pty::close",
