@@ -35,6 +35,8 @@ pub struct Replay {
 #[derive(Debug)]
 struct Meta {
     seq: u64,
+    /// Where its bytes start, counted over everything ever pushed.
+    start: u64,
     len: usize,
     end: Option<End>,
 }
@@ -49,6 +51,9 @@ pub struct Ring {
     frames: VecDeque<Meta>,
     cap: usize,
     last_seq: u64,
+    /// Where `bytes[0]` is, counted over everything ever pushed (so a
+    /// frame's place is found without summing the frames before it).
+    front: u64,
 }
 
 impl Ring {
@@ -58,6 +63,7 @@ impl Ring {
             frames: VecDeque::new(),
             cap,
             last_seq: 0,
+            front: 0,
         }
     }
 
@@ -68,6 +74,7 @@ impl Ring {
         while !self.frames.is_empty() && self.bytes.len() + data.len() > self.cap {
             if let Some(old) = self.frames.pop_front() {
                 self.bytes.drain(..old.len);
+                self.front += old.len as u64;
             }
         }
         let need = self.bytes.len() + data.len();
@@ -80,6 +87,7 @@ impl Ring {
         self.last_seq += 1;
         self.frames.push_back(Meta {
             seq: self.last_seq,
+            start: self.front + (self.bytes.len() - data.len()) as u64,
             len: data.len(),
             end,
         });
@@ -118,11 +126,12 @@ impl Ring {
     /// Copies of the held frames from index `from` on (the caller reads
     /// what it needs while holding the session lock, then lets go).
     fn copy_from(&self, from: usize, count: usize) -> Vec<Frame> {
-        let offset: usize = self.frames.iter().take(from).map(|m| m.len).sum();
-        let mut at = offset;
+        let Some(first) = self.frames.get(from) else {
+            return Vec::new();
+        };
+        let mut at = (first.start - self.front) as usize;
         self.frames
-            .iter()
-            .skip(from)
+            .range(from..)
             .take(count)
             .map(|m| {
                 let data = self.slice(at, m.len);
@@ -250,5 +259,25 @@ mod tests {
         assert!(!r.truncated());
         assert!(!r.after(0).truncated);
         assert_eq!(r.last_seq(), 0);
+    }
+
+    #[test]
+    fn frames_read_back_exactly_across_eviction_and_wrap_around() {
+        let mut r = Ring::new(64);
+        let frame = |i: u64| -> Vec<u8> { (0..(5 + i % 11)).map(|b| (i * 7 + b) as u8).collect() };
+        for i in 1..=500u64 {
+            assert_eq!(r.push(&frame(i), None), i);
+            assert!(r.bytes() <= 64);
+            let first = r.first_seq().unwrap();
+            for seq in first..=i {
+                assert_eq!(
+                    r.get(seq).unwrap().data,
+                    frame(seq),
+                    "frame {seq} after {i}"
+                );
+            }
+            let all: Vec<u64> = r.after(first - 1).frames.iter().map(|f| f.seq).collect();
+            assert_eq!(all, (first..=i).collect::<Vec<_>>());
+        }
     }
 }
