@@ -7,7 +7,7 @@
 //! - `shell::workspace::read-bytes` of a 1 GiB file in 4 MiB chunks through
 //!   the loopback engine against `cat` of the same file.
 //!
-//! Run: `cargo bench --bench journal`. Results are in BENCHMARKS.md.
+//! Run: `cargo bench --bench journal` (`-- update-file`: the first rows only). Results are in BENCHMARKS.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -58,14 +58,16 @@ fn main() {
         took
     };
     // `n` calls each side, interleaved (the two sides alternate which goes
-    // first); `edit` gives the i-th call's request.
+    // first); `edit(journaled)` gives a side's next request. Each side edits
+    // its own copy of the file, so each file's history is that side's own
+    // (as in use, where every write the worker makes is journaled).
     let n = 200;
-    let compare = |what: &str, edit: &mut dyn FnMut() -> serde_json::Value| {
+    let compare = |what: &str, edit: &mut dyn FnMut(bool) -> serde_json::Value| {
         let (mut with, mut without) = (Vec::new(), Vec::new());
         for i in 0..n {
             let journaled_first = i % 2 == 0;
             for journaled in [journaled_first, !journaled_first] {
-                let took = timed(edit(), journaled);
+                let took = timed(edit(journaled), journaled);
                 if journaled {
                     with.push(took);
                 } else {
@@ -83,11 +85,24 @@ fn main() {
         );
     };
     let line = format!("{}\n", "x".repeat(99));
+    let side = |journaled: bool, name: &str| {
+        if journaled {
+            format!("{name}.txt")
+        } else {
+            format!("{name}-base.txt")
+        }
+    };
     // Every call changes the file (flip <-> flop), so every one writes; the
     // store then holds both bodies.
-    std::fs::write(root.join("f.txt"), format!("flip\n{}", line.repeat(1000))).unwrap();
-    compare("the body alternating between two versions", &mut || {
-        let flip = std::fs::read_to_string(root.join("f.txt"))
+    for j in [true, false] {
+        std::fs::write(
+            root.join(side(j, "f")),
+            format!("flip\n{}", line.repeat(1000)),
+        )
+        .unwrap();
+    }
+    compare("the body alternating between two versions", &mut |j| {
+        let flip = std::fs::read_to_string(root.join(side(j, "f")))
             .unwrap()
             .starts_with("flip");
         let (a, b) = if flip {
@@ -95,17 +110,55 @@ fn main() {
         } else {
             ("flop", "flip")
         };
-        json!({"files": [{"path": "f.txt", "ops": [{"op": "replace", "pattern": a, "replacement": b}]}]})
+        json!({"files": [{"path": side(j, "f"), "ops": [{"op": "replace", "pattern": a, "replacement": b}]}]})
     });
     // A body never seen before on every call: each journaled call stores a
     // new 100 KB body durably.
-    std::fs::write(root.join("g.txt"), format!("v0\n{}", line.repeat(1000))).unwrap();
-    let mut version = 0u64;
-    compare("a new body every call", &mut || {
-        version += 1;
-        json!({"files": [{"path": "g.txt", "ops": [{"op": "replace",
-            "pattern": format!("v{}\n", version - 1), "replacement": format!("v{version}\n")}]}]})
+    for j in [true, false] {
+        std::fs::write(
+            root.join(side(j, "g")),
+            format!("v0\n{}", line.repeat(1000)),
+        )
+        .unwrap();
+    }
+    let mut versions = [0u64; 2];
+    compare("a new body every call", &mut |j| {
+        let v = &mut versions[usize::from(j)];
+        *v += 1;
+        json!({"files": [{"path": side(j, "g"), "ops": [{"op": "replace",
+            "pattern": format!("v{}\n", *v - 1), "replacement": format!("v{}\n", *v)}]}]})
     });
+    // Someone else (an editor, a build) rewrote the file since the worker
+    // last wrote it: the journal has to read, hash and store the body being
+    // replaced as well as the new one.
+    for j in [true, false] {
+        std::fs::write(
+            root.join(side(j, "h")),
+            format!("w0\n{}", line.repeat(1000)),
+        )
+        .unwrap();
+    }
+    let mut versions = [0u64; 2];
+    compare(
+        "the file rewritten by another writer before each call",
+        &mut |j| {
+            let v = &mut versions[usize::from(j)];
+            *v += 1;
+            let path = root.join(side(j, "h"));
+            let body = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(
+                &path,
+                body.replacen(&format!("w{}\n", *v - 1), &format!("o{}\n", *v), 1),
+            )
+            .unwrap();
+            json!({"files": [{"path": side(j, "h"), "ops": [{"op": "replace",
+            "pattern": format!("o{}\n", *v), "replacement": format!("w{}\n", *v)}]}]})
+        },
+    );
+
+    if std::env::args().any(|a| a == "update-file") {
+        return; // `-- update-file`: only the rows above
+    }
 
     // --- turns::list over 100 000 changes ---------------------------------
     let big = dir.path().join("turns-100k");

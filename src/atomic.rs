@@ -79,16 +79,20 @@ pub fn rename(from: &Resolved, to: &Resolved, clobber: Clobber) -> std::io::Resu
     let replaced = cap.as_ref().and_then(|c| image_at(c, &dst));
     let moved = cap.as_ref().and_then(|c| image_at(c, &src));
     src.rename_to(&dst, clobber == Clobber::Never)?;
-    dst.sync_dir();
-    src.sync_dir();
-    if let Some(c) = cap {
-        c.record(
+    let flush = || {
+        dst.sync_dir();
+        src.sync_dir();
+    };
+    match cap {
+        Some(c) => c.record(
             journal::ChangeKind::Moved,
             &to.path,
             Some(&from.path),
             replaced,
             moved,
-        );
+            flush,
+        ),
+        None => flush(),
     }
     Ok(())
 }
@@ -112,15 +116,16 @@ pub fn remove_file(target: &Resolved) -> std::io::Result<()> {
     let cap = journal::capture();
     let before = cap.as_ref().and_then(|c| image_at(c, &parent));
     parent.unlink()?;
-    parent.sync_dir();
-    if let (Some(c), Some(b)) = (cap, before) {
-        c.record(
+    match (cap, before) {
+        (Some(c), Some(b)) => c.record(
             journal::ChangeKind::Deleted,
             &target.path,
             None,
             Some(b),
             None,
-        );
+            || parent.sync_dir(),
+        ),
+        _ => parent.sync_dir(),
     }
     Ok(())
 }
@@ -239,9 +244,28 @@ pub struct Staged {
     /// records this call: the journal then neither reads the body back to
     /// name it nor copies a body it already holds.
     hasher: Option<Sha256>,
-    /// The journal's image of this new version, stored (and flushed) while
-    /// the version itself was flushed; see [`Staged::seal`].
-    after: Option<(journal::Capture, Option<journal::Image>)>,
+    /// The journal's images of the version being replaced and of this new
+    /// one, stored (and flushed) while the version itself was flushed; see
+    /// [`Staged::seal`].
+    sealed: Option<SealedImages>,
+}
+
+/// What [`Staged::seal`] stored for the journal.
+struct SealedImages {
+    cap: journal::Capture,
+    before: Option<journal::Image>,
+    after: Option<journal::Image>,
+}
+
+impl SealedImages {
+    /// Whether a body still has to reach the disk (the store held neither
+    /// otherwise, and no second thread is needed).
+    fn pending(&self) -> bool {
+        [&self.before, &self.after]
+            .into_iter()
+            .flatten()
+            .any(journal::Image::is_pending)
+    }
 }
 
 impl Staged {
@@ -283,7 +307,7 @@ impl Staged {
             named,
             written: 0,
             hasher: journal::current().map(|_| Sha256::new()),
-            after: None,
+            sealed: None,
         })
     }
 
@@ -313,11 +337,13 @@ impl Staged {
     /// restoring it is best effort (only a privileged worker can give files
     /// away).
     ///
-    /// While a journal records the call, the journal's copy of the new body
-    /// is written first and flushed on a second thread while this one
-    /// flushes the version itself: both reach the disk in one commit of the
-    /// filesystem's journal (measured in BENCHMARKS.md), not one after the
-    /// other.
+    /// While a journal records the call, the journal's copies of the body
+    /// being replaced and of the new one are written first and flushed on
+    /// a second thread while this one flushes the version itself: they
+    /// reach the disk in one commit of the filesystem's journal (measured
+    /// in BENCHMARKS.md), not one after the other. The body being replaced
+    /// is taken here, not at the swap: a writer racing us in between is
+    /// replaced by the swap either way.
     pub fn seal(mut self, mode: u32, owner: Option<(u32, u32)>) -> std::io::Result<Sealed> {
         let file = &self.file;
         file.set_permissions(std::fs::Permissions::from_mode(mode))?;
@@ -331,26 +357,39 @@ impl Staged {
         }
         let cap = self.hasher.take().and_then(|h| {
             let cap = journal::capture()?;
-            let image = cap.image_of_new(&self.file, &h.finalize(), self.written, mode);
-            Some((cap, image))
+            let after = cap.image_of_new(&self.file, &h.finalize(), self.written, mode);
+            let before = image_at(&cap, &self.parent);
+            Some(SealedImages { cap, before, after })
         });
         match cap {
-            Some((cap, mut image)) => {
-                let body = std::thread::scope(|s| {
-                    let body = s.spawn(|| image.as_mut().map_or(Ok(()), |i| i.flush_body()));
+            Some(mut images) if images.pending() => {
+                let bodies = std::thread::scope(|s| {
+                    let bodies = s.spawn(|| {
+                        for image in [&mut images.before, &mut images.after]
+                            .into_iter()
+                            .flatten()
+                        {
+                            image.flush_body()?;
+                        }
+                        Ok::<(), std::io::Error>(())
+                    });
                     let own = self.file.sync_all();
-                    let body = body
+                    let bodies = bodies
                         .join()
                         .unwrap_or_else(|_| Err(std::io::Error::other("flush")));
-                    own.map(|()| body)
+                    own.map(|()| bodies)
                 })?;
-                if let Err(e) = body {
+                if let Err(e) = bodies {
                     tracing::error!(error = %e, "change journal: a body did not reach the disk; the change is journaled without it");
-                    image = None;
+                    images.before = None;
+                    images.after = None;
                 }
-                self.after = Some((cap, image));
+                self.sealed = Some(images);
             }
-            None => self.file.sync_all()?,
+            cap => {
+                self.file.sync_all()?;
+                self.sealed = cap;
+            }
         }
         Ok(Sealed { stage: Some(self) })
     }
@@ -419,21 +458,20 @@ impl Sealed {
         let target = stage.parent.name.clone();
         // The journal keeps the body being replaced and the new one; both
         // are stored before the swap, the record is written after it.
-        let (cap, sealed_after) = match stage.after.take() {
-            Some((cap, after)) => (Some(cap), Some(after)),
-            None => (journal::capture(), None),
+        let (cap, images) = match stage.sealed.take() {
+            Some(s) => (Some(s.cap), Some((s.before, s.after))),
+            None => {
+                let cap = journal::capture();
+                let images = cap.as_ref().map(|c| {
+                    let mode = stage
+                        .file
+                        .metadata()
+                        .map_or(DEFAULT_FILE_MODE, |m| m.permissions().mode() & 0o7777);
+                    (image_at(c, &stage.parent), c.image_of(&stage.file, mode))
+                });
+                (cap, images)
+            }
         };
-        let images = cap.as_ref().map(|c| {
-            let before = image_at(c, &stage.parent);
-            let after = sealed_after.unwrap_or_else(|| {
-                let mode = stage
-                    .file
-                    .metadata()
-                    .map_or(DEFAULT_FILE_MODE, |m| m.permissions().mode() & 0o7777);
-                c.image_of(&stage.file, mode)
-            });
-            (before, after)
-        });
         match (stage.named.take(), clobber) {
             (None, Clobber::Never) => stage.link_as(&target)?,
             (None, Clobber::Replace) => {
@@ -469,13 +507,23 @@ impl Sealed {
                 }
             }
         }
-        stage.parent.sync_dir();
-        if let (Some(c), Some((before, after))) = (cap, images) {
-            let path = stage.parent.loc().abs();
-            if let Some(a) = &after {
-                c.remember(&stage.file, a);
+        match (cap, images) {
+            (Some(c), Some((before, after))) => {
+                let path = stage.parent.loc().abs();
+                if let Some(a) = &after {
+                    c.remember(&stage.file, a);
+                }
+                let parent = &stage.parent;
+                c.record(
+                    journal::write_kind(&before),
+                    &path,
+                    None,
+                    before,
+                    after,
+                    || parent.sync_dir(),
+                );
             }
-            c.record(journal::write_kind(&before), &path, None, before, after);
+            _ => stage.parent.sync_dir(),
         }
         Ok(written)
     }

@@ -231,7 +231,9 @@ fn stamp_of(file: &std::fs::File) -> Option<((u64, u64), Stamp)> {
 }
 
 struct State {
-    log: std::fs::File,
+    /// Shared so a record's `fdatasync` can run outside the lock, beside
+    /// the mutation's own directory flush (and other calls' appends).
+    log: Arc<std::fs::File>,
     index: std::fs::File,
     blobs: OwnedFd,
     refs: OwnedFd,
@@ -430,7 +432,7 @@ impl Journal {
             root,
             known: Mutex::new(HashMap::new()),
             state: Mutex::new(State {
-                log,
+                log: Arc::new(log),
                 index,
                 blobs,
                 refs,
@@ -632,13 +634,15 @@ impl Journal {
         from: Option<&Path>,
         before: Option<Image>,
         after: Option<Image>,
-        sync: bool,
+        flush: Flush,
     ) -> std::io::Result<String> {
         // Bodies reach the disk before the record that names them (a batch
         // flushed them all at once before its first record).
-        for img in [&before, &after].into_iter().flatten() {
-            if let (Some(f), true) = (&img.pending, sync) {
-                f.sync_data()?;
+        if flush != Flush::Nothing {
+            for img in [&before, &after].into_iter().flatten() {
+                if let Some(f) = &img.pending {
+                    f.sync_data()?;
+                }
             }
         }
         let mut st = self.state();
@@ -686,10 +690,8 @@ impl Journal {
         let mut line = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
         line.push(b'\n');
         let offset = st.log_len;
-        st.log.write_all(&line)?;
-        if sync {
-            st.log.sync_data()?;
-        }
+        // Flushed by the caller, outside the lock (see `Capture::record`).
+        (&*st.log).write_all(&line)?;
         st.log_len += line.len() as u64;
         let entry = IndexEntry::of(offset, line.len() as u32, &record);
         st.index
@@ -862,6 +864,11 @@ fn record_locked(st: &State, seq: u64) -> Option<ChangeRecord> {
 // ───────────────────────────── the write layer's side ─────────────────────────────
 
 impl Image {
+    /// Whether this image's body was just stored and is not flushed yet.
+    pub fn is_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
     /// Flush a body written for this image (if any); afterwards the record
     /// naming it needs no flush of its own. The write layer calls this
     /// beside the new version's own flush, so the two share a commit of the
@@ -956,7 +963,7 @@ impl Capture {
                 None,
                 Some(img),
                 None,
-                false,
+                Flush::Nothing,
             ) {
                 Ok(id) => {
                     crate::watch::note_own_write(&path, &id);
@@ -982,7 +989,15 @@ impl Capture {
         self.scope.max_blob_bytes
     }
 
-    /// Record a completed change.
+    /// Record a completed change whose directory entries `flush` makes
+    /// durable (the mutation's own directory fsyncs). The record's line is
+    /// written first and its `fdatasync` runs beside `flush`, so the two
+    /// reach the disk in one commit of the filesystem's journal rather than
+    /// one after the other; both are done when this returns. A kill -9 can
+    /// only lose an unwritten line (the last change), never corrupt one;
+    /// only a power loss in that instant could keep the record of the call
+    /// in flight and lose its rename (ARCHITECTURE.md).
+    #[allow(clippy::too_many_arguments)]
     pub fn record(
         &self,
         kind: ChangeKind,
@@ -990,30 +1005,52 @@ impl Capture {
         from: Option<&Path>,
         before: Option<Image>,
         after: Option<Image>,
+        flush: impl FnOnce() + Send,
     ) {
-        match self
-            .journal
-            .append(&self.scope, kind, path, from, before, after, true)
-        {
-            Ok(id) => {
-                // The live feed's events for these paths carry the id (the
-                // feed delivers after its 200 ms window, so noting it now is
-                // in time).
-                crate::watch::note_own_write(path, &id);
-                if let Some(from) = from {
-                    crate::watch::note_own_write(from, &id);
-                }
-                self.scope
-                    .recorded
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(id)
-            }
+        let appended =
+            self.journal
+                .append(&self.scope, kind, path, from, before, after, Flush::Bodies);
+        let id = match appended {
+            Ok(id) => id,
             Err(e) => {
-                tracing::error!(path = %path.display(), error = %e, "change journal append failed")
+                flush();
+                tracing::error!(path = %path.display(), error = %e, "change journal append failed");
+                return;
             }
+        };
+        let log = self.journal.state().log.clone();
+        let synced = std::thread::scope(|s| {
+            let dirs = s.spawn(flush);
+            let synced = log.sync_data();
+            let _ = dirs.join();
+            synced
+        });
+        if let Err(e) = synced {
+            tracing::error!(path = %path.display(), error = %e, "change journal fdatasync failed");
+            return;
         }
+        // The live feed's events for these paths carry the id (the feed
+        // delivers after its 200 ms window, so noting it now is in time).
+        crate::watch::note_own_write(path, &id);
+        if let Some(from) = from {
+            crate::watch::note_own_write(from, &id);
+        }
+        self.scope
+            .recorded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(id)
     }
+}
+
+/// What [`Journal::append`] makes durable itself; the line is always the
+/// caller's to flush.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Flush {
+    /// The bodies it names, before writing the line.
+    Bodies,
+    /// Nothing: the caller flushed the bodies already.
+    Nothing,
 }
 
 /// The kind of a write, from whether the target existed.
