@@ -29,6 +29,17 @@ use tokio::sync::mpsc;
 
 const WAIT: Duration = Duration::from_secs(120);
 
+/// CPU seconds (user + system) a process has used so far.
+fn cpu_secs(pid: u32) -> f64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // fields after the parenthesised name: utime and stime are the 12th and 13th
+    let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    // SAFETY: sysconf reads a constant of the running system.
+    let ticks = unsafe { nix::libc::sysconf(nix::libc::_SC_CLK_TCK) }.max(1) as f64;
+    f.get(10..12).map_or(0.0, |t| (t[0] + t[1]) as f64 / ticks)
+}
+
 fn rss_kib(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     s.lines()
@@ -312,6 +323,7 @@ async fn run(quick: bool) {
     };
     // ide: open a session running cat, count delivered bytes until eof
     while rx.try_recv().is_ok() {}
+    let cpu_before = (cpu_secs(ide_pid), cpu_secs(std::process::id()));
     let t = Instant::now();
     let o = engine
         .call(
@@ -343,6 +355,10 @@ async fn run(quick: bool) {
         }
     }
     let ide_time = t.elapsed();
+    let cpu = (
+        cpu_secs(ide_pid) - cpu_before.0,
+        cpu_secs(std::process::id()) - cpu_before.1,
+    );
     let _ = engine
         .call(
             "shell::pty::close",
@@ -365,6 +381,10 @@ async fn run(quick: bool) {
         ide_time.as_secs_f64() * 1e3,
         mib(got, ide_time),
         got as f64 / frames as f64 / 1024.0
+    );
+    println!(
+        "  CPU during it: worker {:.2} s, engine + output function (this process) {:.2} s",
+        cpu.0, cpu.1
     );
     println!(
         "  ratio (ide throughput / raw): {:.2}x",
