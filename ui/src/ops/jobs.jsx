@@ -96,8 +96,9 @@ function Jobs({ feed, root }) {
                 {clock(j.started_at_ms)}
                 {j.finished_at_ms ? ` · ${duration(Math.max(0, j.finished_at_ms - j.started_at_ms))}` : ""}
               </span>
-              <span className="ide-job-outcome">{j.status === "running" ? "" : outcome(j)}</span>
-              {j.status === "running" && (
+              {j.status !== "running" ? (
+                <span className={`ide-job-outcome${j.status === "finished" && j.exit_code === 0 ? "" : " bad"}`}>{outcome(j)}</span>
+              ) : (
                 <button
                   className="ide-button small"
                   aria-label={`Kill ${j.id}`}
@@ -120,6 +121,11 @@ function Jobs({ feed, root }) {
                 <span className={`ide-job-status ${detail.status}`} data-testid="job-outcome">
                   {outcome(detail)}
                 </span>
+              )}
+              {detail?.status === "running" && (
+                <button className="ide-button small" title="Read the output so far (shell::status)" onClick={() => void store.open(store.selected ?? "", false)}>
+                  Refresh output
+                </button>
               )}
               <button className="ide-close" aria-label="Close job output" onClick={() => store.close()}>
                 ×

@@ -21,7 +21,7 @@ export function ScmPanel({ ctx }) {
   const diff = async (where, entry) => {
     try {
       const d = await repo.sides(where, entry);
-      ctx.showDiff(`${repo.abs(entry.path)} · ${d.label}`, { path: repo.abs(entry.path), old: d.old, new: d.new, note: `${codeName(entry.code)}, ${d.label}` });
+      ctx.showDiff(`${repo.abs(entry.path)} · ${d.label}`, { path: repo.abs(entry.path), old: d.old, new: d.new, note: where === "untracked" ? "untracked: no baseline in git" : `${codeName(entry.code)}, ${d.label}` });
     } catch (e) {
       ctx.notify(e);
     }

@@ -230,7 +230,13 @@ describe("the jobs, history and source-control panes", () => {
     await theme(page, "dark");
     await screenshot(page, "scm-dark");
     await theme(page, "light");
-    git(["commit", "-q", "-am", "second commit, from a terminal"]);
+    // staged, its diff is HEAD against the index
+    await scm.getByRole("button", { name: "Stage README.md" }).click();
+    await scm.locator('[data-section="staged"] li[data-path="README.md"][data-code="M"] .ide-scm-path').click();
+    const staged = page.locator(`[data-testid="diff-view"][data-path="${readme}"]`, { hasText: "HEAD ↔ index" });
+    await staged.locator(".cm-mergeView", { hasText: "changed after the commit" }).waitFor(T);
+    assert.match(await staged.locator(".cm-mergeView").textContent(), /A tree for the console page tests/);
+    git(["commit", "-q", "-m", "second commit, from a terminal"]);
     await scm.locator('[data-testid="scm-clean"]').waitFor(T);
   });
 
