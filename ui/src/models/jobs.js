@@ -61,6 +61,8 @@ export class JobsStore {
     this.error = null;
     /** @type {WireError | null} */
     this.detailError = null;
+    /** @type {null | {job_id: string, text: string}} */
+    this.note = null;
     this.version = 0;
     this.asked = 0;
     this.applied = 0;
@@ -142,6 +144,8 @@ export class JobsStore {
   async start(argv, cwd) {
     const out = await this.call("shell::exec_bg", { command: argv[0], args: argv.slice(1), cwd });
     const id = String(out.job_id);
+    // the worker's word when shell operators went in as plain arguments
+    this.note = typeof out.note === "string" && out.note ? { job_id: id, text: out.note } : null;
     this.argv.set(id, Array.isArray(out.argv) ? out.argv.map(String) : argv);
     if (!this.jobs.has(id)) this.jobs.set(id, { id, status: "running", exit_code: null, started_at_ms: Date.now(), finished_at_ms: null });
     this.selected = id;

@@ -62,6 +62,21 @@ export function HistoryPanel({ ctx }) {
     }
   };
 
+  /** What a revert step would write: the change's after-side (what it left) against its before-side. @param {{change_id: string, action: string, path: string}} s */
+  const showStep = async (s) => {
+    try {
+      const d = await app.api.changeDiff(s.change_id);
+      ctx.showDiff(`${s.path} · revert ${s.change_id.slice(0, 10)}`, {
+        path: s.path,
+        old: d.new_contents ?? "",
+        new: s.action === "remove" ? "" : (d.old_contents ?? ""),
+        note: `The revert would ${stepText({ ...s, path: rel(s.path) })}${d.is_binary ? " (binary: no text diff)" : ""}: left, as the change left it; right, what is written`,
+      });
+    } catch (e) {
+      ctx.notify(e);
+    }
+  };
+
   const pending = store.pending;
   const outcome = store.outcome;
   return (
@@ -116,7 +131,7 @@ export function HistoryPanel({ ctx }) {
         </div>
         {(pending || outcome) && (
           <div className="ide-revert" data-testid="revert">
-            {pending && <Preview store={store} pending={pending} rel={rel} />}
+            {pending && <Preview store={store} pending={pending} rel={rel} showStep={showStep} />}
             {outcome && <Outcome outcome={outcome} rel={rel} onClose={() => store.cancel()} />}
           </div>
         )}
@@ -152,8 +167,8 @@ function Conflicts({ conflicts, rel }) {
   );
 }
 
-/** @param {{store: TurnsStore, pending: NonNullable<TurnsStore["pending"]>, rel: (p: string) => string}} props */
-function Preview({ store, pending, rel }) {
+/** @param {{store: TurnsStore, pending: NonNullable<TurnsStore["pending"]>, rel: (p: string) => string, showStep: (s: {change_id: string, action: string, path: string}) => Promise<void>}} props */
+function Preview({ store, pending, rel, showStep }) {
   const { result, target } = pending;
   const conflicted = result.conflicts.length > 0;
   return (
@@ -163,7 +178,12 @@ function Preview({ store, pending, rel }) {
       </div>
       <ol className="ide-revert-steps" data-testid="revert-steps">
         {result.steps.map((s) => (
-          <li key={`${s.change_id}:${s.path}`}>{stepText({ ...s, path: rel(s.path) })}</li>
+          <li key={`${s.change_id}:${s.path}`} data-path={s.path}>
+            {stepText({ ...s, path: rel(s.path) })}{" "}
+            <button className="ide-link" title="What the file holds now (as the change left it) against what the revert writes" onClick={() => void showStep(s)}>
+              show
+            </button>
+          </li>
         ))}
       </ol>
       {conflicted ? (

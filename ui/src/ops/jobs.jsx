@@ -74,6 +74,11 @@ function Jobs({ feed, root }) {
         </span>
       </form>
       <ErrorLine error={formError} />
+      {store.note && (
+        <div className="ide-banner warn" role="status" data-testid="job-note">
+          <div className="ide-banner-text">{store.note.text}</div>
+        </div>
+      )}
       {feed.bindError && <ErrorLine error={feed.bindError} />}
       <ErrorLine error={store.error} />
       <div className="ide-jobs-body">

@@ -88,12 +88,22 @@ describe("the jobs, history and source-control panes", () => {
     await theme(page, "light");
   });
 
-  test("a bad command line is refused before anything runs, with the reason", async () => {
+  test("a bad command line is refused before anything runs; a missing program and shell operators get the worker's words", async () => {
     const before = (await b.outside("shell::list", {})).count;
     await page.getByLabel("Command line").fill("echo 'unterminated");
     await page.getByRole("button", { name: "Run", exact: true }).click();
     await page.locator('.ide-jobs [role="alert"][data-code="argv"]', { hasText: "unterminated single quote" }).waitFor(T);
     assert.equal((await b.outside("shell::list", {})).count, before);
+    // a program that is not there: the worker's refusal, with its code
+    await page.getByLabel("Command line").fill("no-such-program-for-the-page-test --flag");
+    await page.getByRole("button", { name: "Run", exact: true }).click();
+    await page.locator('.ide-jobs [role="alert"]', { hasText: "no-such-program-for-the-page-test" }).waitFor(T);
+    // shell operators are words, and the worker says so
+    await page.getByLabel("Command line").fill("echo a | cat");
+    await page.getByRole("button", { name: "Run", exact: true }).click();
+    await page.locator('[data-testid="job-note"]', { hasText: "no shell interprets the command" }).waitFor(T);
+    await page.locator('.ide-job[data-status="finished"]', { hasText: "echo a '|' cat" }).waitFor(T);
+    await page.locator('[data-testid="job-detail"] [data-stream="stdout"] pre', { hasText: "a | cat" }).waitFor(T);
     await page.getByLabel("Command line").fill("");
   });
 
@@ -137,6 +147,10 @@ describe("the jobs, history and source-control panes", () => {
     await box.locator(`[data-testid="revert-conflicts"] li[data-path="${readme}"]`).waitFor(T);
     assert.match(await box.locator('[role="alert"]').textContent(), /nothing will be written/);
     assert.equal(await box.getByRole("button", { name: "Confirm revert" }).isDisabled(), true);
+    // what the revert would write to README.md, as a diff
+    await box.locator(`[data-testid="revert-steps"] li[data-path="${readme}"]`).getByRole("button", { name: "show" }).click();
+    const would = page.locator(`[data-testid="diff-view"][data-path="${readme}"]`, { hasText: "The revert would write README.md back" });
+    await would.locator(".cm-mergeView", { hasText: "edited by a turn" }).waitFor(T);
     assert.equal(readFileSync(readme, "utf8"), "# edited by hand\n", "the dry run wrote nothing");
     assert.ok(existsSync(plan), "the created file is still there");
     await screenshot(page, "history-conflict-light");

@@ -75,10 +75,11 @@ test("start sends argv (never a shell string) with the cwd, and the list follows
   const s = new JobsStore(w.call);
   const p = s.start(["echo", "a b"], "/root");
   assert.deepEqual(w.calls[0], { ...w.calls[0], id: "shell::exec_bg", payload: { command: "echo", args: ["a b"], cwd: "/root" } });
-  w.calls[0].resolve({ job_id: "job-9", argv: ["echo", "a b"] });
+  w.calls[0].resolve({ job_id: "job-9", argv: ["echo", "a b"], note: "no shell interprets the command" });
   await new Promise((r) => setImmediate(r));
   assert.equal(s.rows()[0].id, "job-9");
   assert.equal(s.selected, "job-9");
+  assert.deepEqual(s.note, { job_id: "job-9", text: "no shell interprets the command" });
   assert.equal(w.calls[1].id, "shell::list");
   w.calls[1].resolve({ count: 1, jobs: [{ ...done, id: "job-9" }] });
   await new Promise((r) => setImmediate(r));
