@@ -346,7 +346,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
   const under = bottomPanes.find((p) => p.id === bottom) ?? bottomPanes[0];
 
   return (
-    <div className="ide-workspace">
+    <div className="ide-workspace" data-git={git.inRepo === null ? "unknown" : String(git.inRepo)}>
       <header className="ide-header">
         <span className="ide-title">IDE</span>
         <span className="ide-root" data-testid="root" title={root}>

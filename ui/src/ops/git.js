@@ -30,6 +30,10 @@ export class GitRepo {
     this.asked = 0;
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.timer = null;
+    /** Mounted source-control panes. */
+    this.shown = 0;
+    /** A change arrived while no pane was shown. */
+    this.stale = false;
     /** @type {Set<() => void>} */
     this.listeners = new Set();
     this.subscribe = this.subscribe.bind(this);
@@ -102,15 +106,37 @@ export class GitRepo {
     this.changed();
   }
 
-  /** A shell::changed event: `.git` (HEAD, index, refs) at once, worktree changes once they settle. @param {{path: string, kind: string}} e */
+  /**
+   * A shell::changed event: `.git` (HEAD, index, refs) at once, worktree
+   * changes once they settle. While the pane is not shown nothing runs git
+   * (but a `.git` signal outside a repository: `git init` makes one); the
+   * status is re-read when the pane shows again.
+   * @param {{path: string, kind: string}} e
+   */
   onChange(e) {
     if (this.inRepo === false && e.path !== ".git" && e.kind !== "rescan") return;
+    if (this.inRepo && this.shown === 0) {
+      this.stale = true;
+      return;
+    }
     const wait = e.path === ".git" ? 0 : SETTLE_MS;
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
       void (this.inRepo ? this.refresh() : this.detect());
     }, wait);
+  }
+
+  /** The pane is on screen (counted: strict mode mounts twice); re-read if something moved meanwhile. */
+  show() {
+    this.shown += 1;
+    if (this.stale) {
+      this.stale = false;
+      void this.refresh();
+    }
+    return () => {
+      this.shown -= 1;
+    };
   }
 
   dispose() {

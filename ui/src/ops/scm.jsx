@@ -5,7 +5,7 @@
 // Refreshed by the `.git` signal of shell::changed and after each action;
 // git's own error words are shown, never swallowed.
 
-import { useState, useSyncExternalStore } from "react";
+import { useEffect, useState, useSyncExternalStore } from "react";
 import { branchLabel, codeName, isClean } from "../models/git.js";
 import { ErrorLine } from "../ui.jsx";
 
@@ -14,6 +14,7 @@ export function ScmPanel({ ctx }) {
   /** @type {import("./git.js").GitRepo} */
   const repo = ctx.git;
   useSyncExternalStore(repo.subscribe, repo.snapshot);
+  useEffect(() => repo.show(), [repo]);
   const [message, setMessage] = useState("");
   const s = repo.status;
 

@@ -16,6 +16,29 @@ const T = { timeout: 15_000 };
 /** @param {string[]} args */
 const git = (args) => execFileSync("git", args, { cwd: root, encoding: "utf8", env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" } });
 
+/**
+ * The merge view of the diff tab `diff:<key>`, once it shows `text`. A write
+ * the worker attributes to a writer opens that writer's diff and focuses it
+ * (the page follows the writer), possibly after this tab was opened: the tab
+ * is brought back until its view shows.
+ * @param {import("playwright-core").Page} page @param {string} key @param {string | RegExp} text
+ */
+async function diffTab(page, key, text) {
+  const id = `diff:${key}`;
+  const view = page.locator(`[data-testid="diff-view"][data-tab="${id}"] .cm-mergeView`, { hasText: text });
+  const deadline = Date.now() + T.timeout;
+  await page.locator(`.ide-tab[data-path="${id}"]`).waitFor(T);
+  for (;;) {
+    const shown = await view.waitFor({ timeout: 1000 }).then(
+      () => true,
+      () => false,
+    );
+    if (shown) return view;
+    if (Date.now() > deadline) throw new Error(`the diff tab ${id} never showed ${text}`);
+    await page.locator(`.ide-tab[data-path="${id}"]`).click();
+  }
+}
+
 /** @param {import("playwright-core").Page} page @param {"light" | "dark"} theme */
 const theme = (page, theme) => page.evaluate((t) => (document.documentElement.dataset.theme = t), theme);
 
@@ -110,6 +133,7 @@ describe("the jobs, history and source-control panes", () => {
   const turn = `turn-ops-${Date.now()}`;
   const plan = join(root, "plan.md");
   const original = readFileSync(readme);
+  let updateId = "";
 
   test("two changes under one turn show in the timeline, newest turn first, paged", async () => {
     // 21 older turns (no turn_id: each change is its own turn), in an ignored folder
@@ -120,6 +144,7 @@ describe("the jobs, history and source-control panes", () => {
     assert.equal(c.results[0].success, true, JSON.stringify(c));
     const u = await b.outside("coder::update-file", { turn_id: turn, files: [{ path: readme, ops: [{ op: "replace", pattern: "Fixture", replacement: "Fixture, edited by a turn" }] }] });
     assert.equal(u.results[0].success, true, JSON.stringify(u));
+    updateId = u.results[0].change_id;
 
     await page.getByRole("tab", { name: "History", exact: true }).click();
     const t = page.locator(`.ide-turn[data-turn="${turn}"]`);
@@ -134,7 +159,7 @@ describe("the jobs, history and source-control panes", () => {
 
     // a change's diff opens in the editor's merge view
     await t.locator(`li[data-path="${readme}"] .ide-link`).click();
-    await page.locator(`[data-testid="diff-view"][data-path="${readme}"] .cm-mergeView`, { hasText: "edited by a turn" }).waitFor(T);
+    await diffTab(page, `${readme} · ${u.results[0].change_id.slice(0, 10)}`, "edited by a turn");
   });
 
   test("reverting a turn whose file was edited by hand is a conflict, and nothing is written", async () => {
@@ -149,8 +174,8 @@ describe("the jobs, history and source-control panes", () => {
     assert.equal(await box.getByRole("button", { name: "Confirm revert" }).isDisabled(), true);
     // what the revert would write to README.md, as a diff
     await box.locator(`[data-testid="revert-steps"] li[data-path="${readme}"]`).getByRole("button", { name: "show" }).click();
-    const would = page.locator(`[data-testid="diff-view"][data-path="${readme}"]`, { hasText: "The revert would write README.md back" });
-    await would.locator(".cm-mergeView", { hasText: "edited by a turn" }).waitFor(T);
+    await diffTab(page, `${readme} · revert ${updateId.slice(0, 10)}`, "edited by a turn");
+    await page.locator(`[data-testid="diff-view"][data-tab="diff:${readme} · revert ${updateId.slice(0, 10)}"]`, { hasText: "The revert would write README.md back" }).waitFor(T);
     assert.equal(readFileSync(readme, "utf8"), "# edited by hand\n", "the dry run wrote nothing");
     assert.ok(existsSync(plan), "the created file is still there");
     await screenshot(page, "history-conflict-light");
@@ -203,7 +228,7 @@ describe("the jobs, history and source-control panes", () => {
     // ignored paths are not listed
     assert.equal(await scm.locator('li[data-path^="scratch/"]').count(), 0);
     await untracked.locator('li[data-path="README.md"] .ide-scm-path').click();
-    await page.locator(`[data-testid="diff-view"][data-path="${readme}"] .cm-mergeView`, { hasText: "A tree for the console page tests" }).waitFor(T);
+    await diffTab(page, `${readme} · untracked`, "A tree for the console page tests");
 
     await untracked.getByRole("button", { name: "Stage README.md" }).click();
     await scm.locator('[data-section="staged"] li[data-path="README.md"][data-code="A"]').waitFor(T);
@@ -238,8 +263,10 @@ describe("the jobs, history and source-control panes", () => {
     assert.equal(git(["status", "--porcelain"]), "");
     assert.equal(await scm.getByLabel("Commit message").inputValue(), "");
 
-    // an edit by hand shows as a change; a commit made outside the page clears it through the .git signal
+    // an edit while another pane is shown is picked up when the pane shows again
+    await page.getByRole("tab", { name: "Explorer", exact: true }).click();
     writeFileSync(readme, "# changed after the commit\n");
+    await page.getByRole("tab", { name: "Git", exact: true }).click();
     await scm.locator('[data-section="unstaged"] li[data-path="README.md"][data-code="M"]').waitFor(T);
     await theme(page, "dark");
     await screenshot(page, "scm-dark");
@@ -247,10 +274,13 @@ describe("the jobs, history and source-control panes", () => {
     // staged, its diff is HEAD against the index
     await scm.getByRole("button", { name: "Stage README.md" }).click();
     await scm.locator('[data-section="staged"] li[data-path="README.md"][data-code="M"] .ide-scm-path').click();
-    const staged = page.locator(`[data-testid="diff-view"][data-path="${readme}"]`, { hasText: "HEAD ↔ index" });
-    await staged.locator(".cm-mergeView", { hasText: "changed after the commit" }).waitFor(T);
-    assert.match(await staged.locator(".cm-mergeView").textContent(), /A tree for the console page tests/);
-    git(["commit", "-q", "-m", "second commit, from a terminal"]);
+    const staged = await diffTab(page, `${readme} · HEAD ↔ index`, "changed after the commit");
+    assert.match((await staged.textContent()) ?? "", /A tree for the console page tests/);
+    // an edit while the pane is shown arrives live, on top of the staged one
+    writeFileSync(readme, "# changed again, after staging\n");
+    await scm.locator('[data-section="unstaged"] li[data-path="README.md"][data-code="M"]').waitFor(T);
+    // a commit made outside the page clears it through the .git signal
+    git(["commit", "-q", "-am", "second commit, from a terminal"]);
     await scm.locator('[data-testid="scm-clean"]').waitFor(T);
   });
 

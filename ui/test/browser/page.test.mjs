@@ -35,6 +35,9 @@ describe("the ide console page", () => {
     await page.locator('[aria-label="Roots"] li', { hasText: root }).getByRole("button", { name: "Open" }).click();
     await page.locator('[data-testid="root"]', { hasText: root }).waitFor(T);
     await row(page, join(root, "README.md")).waitFor(T);
+    // not a git repository: no source-control pane
+    await page.locator('.ide-workspace[data-git="false"]').waitFor(T);
+    assert.equal(await page.getByRole("tab", { name: "Git", exact: true }).count(), 0);
   });
 
   test("expands folders lazily; protected entries and noise folders are marked", async () => {
