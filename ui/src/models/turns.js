@@ -58,8 +58,10 @@ export class TurnsStore {
     /** The last revert's answer (or failure). @type {null | {target: RevertTarget, result?: RevertResult, error?: WireError}} */
     this.outcome = null;
     this.busy = false;
-    this.asked = 0;
-    this.applied = 0;
+    /** @type {Promise<void>} */
+    this.tail = Promise.resolve();
+    /** @type {Promise<void> | null} */
+    this.refreshQueued = null;
     this.version = 0;
     /** @type {Set<() => void>} */
     this.listeners = new Set();
@@ -84,40 +86,56 @@ export class TurnsStore {
     for (const fn of [...this.listeners]) fn();
   }
 
-  /** Re-read from the newest turn, as many as are shown (one call; older answers dropped). */
-  async refresh() {
-    const n = ++this.asked;
-    const limit = Math.min(MAX_LIMIT, Math.max(PAGE, this.turns.length));
-    try {
-      const out = await this.call("shell::turns::list", { limit });
-      if (n < this.applied) return;
-      this.applied = n;
-      this.turns = mergeTurns(out?.turns ?? [], []);
-      this.nextCursor = out?.next_cursor ?? null;
-      this.error = null;
-    } catch (e) {
-      this.error = /** @type {any} */ (e);
-    }
-    this.loaded = true;
-    this.changed();
+  /**
+   * List reads run one at a time, each on the state the one before left: a
+   * refresh re-reads from the newest turn as many turns as are shown then,
+   * an older page starts at the cursor in force then. So a refresh and a
+   * "load older" that overlap cannot undo each other. A refresh asked for
+   * while one is already waiting to run is that one.
+   * @param {() => Promise<void>} op
+   */
+  queue(op) {
+    const run = this.tail.then(op, op);
+    this.tail = run.catch(() => {});
+    return run;
+  }
+
+  /** Re-read from the newest turn, as many as are shown (one call). */
+  refresh() {
+    if (this.refreshQueued) return this.refreshQueued;
+    const p = this.queue(async () => {
+      this.refreshQueued = null;
+      const limit = Math.min(MAX_LIMIT, Math.max(PAGE, this.turns.length));
+      try {
+        const out = await this.call("shell::turns::list", { limit });
+        this.turns = mergeTurns(out?.turns ?? [], []);
+        this.nextCursor = out?.next_cursor ?? null;
+        this.error = null;
+      } catch (e) {
+        this.error = /** @type {any} */ (e);
+      }
+      this.loaded = true;
+      this.changed();
+    });
+    this.refreshQueued = p;
+    return p;
   }
 
   /** The next (older) page. */
-  async more() {
-    if (!this.nextCursor) return;
-    const cursor = this.nextCursor;
-    const n = this.asked;
-    try {
-      const out = await this.call("shell::turns::list", { limit: PAGE, cursor });
-      // a refresh since then re-read from the top: its cursor is the one that counts
-      if (this.asked !== n || this.nextCursor !== cursor) return;
-      this.turns = mergeTurns(this.turns, out?.turns ?? []);
-      this.nextCursor = out?.next_cursor ?? null;
-      this.error = null;
-    } catch (e) {
-      this.error = /** @type {any} */ (e);
-    }
-    this.changed();
+  more() {
+    return this.queue(async () => {
+      const cursor = this.nextCursor;
+      if (!cursor) return;
+      try {
+        const out = await this.call("shell::turns::list", { limit: PAGE, cursor });
+        this.turns = mergeTurns(this.turns, out?.turns ?? []);
+        this.nextCursor = out?.next_cursor ?? null;
+        this.error = null;
+      } catch (e) {
+        this.error = /** @type {any} */ (e);
+      }
+      this.changed();
+    });
   }
 
   /** Step one: ask what a revert would do, writing nothing. @param {RevertTarget} target */

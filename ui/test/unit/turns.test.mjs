@@ -95,3 +95,38 @@ test("mergeTurns and step wording", () => {
   assert.match(stepText({ action: "remove", path: "/r/x" }), /remove \/r\/x/);
   assert.match(stepText({ action: "restore", path: "/r/x" }), /write \/r\/x back/);
 });
+
+test("a refresh that overlaps a load of older turns does not undo it, whichever answers first", async () => {
+  const many = Array.from({ length: 30 }, (_, i) => turn(`t${i}`));
+  /** @type {Array<() => void>} */
+  const held = [];
+  const w = worker({
+    "shell::turns::list": (p) =>
+      new Promise((resolve) => {
+        const start = p.cursor ? 20 : 0;
+        const end = Math.min(30, start + p.limit);
+        held.push(() => resolve({ turns: many.slice(start, end), next_cursor: end < 30 ? "c20" : null }));
+      }),
+  });
+  const s = new TurnsStore(w.call);
+  const tick = () => new Promise((r) => setImmediate(r));
+  const first = s.refresh();
+  await tick();
+  held.shift()?.();
+  await first;
+  assert.equal(s.turns.length, 20);
+  const older = s.more();
+  const again = s.refresh();
+  const third = s.refresh();
+  assert.equal(again, third, "a waiting refresh is not asked twice");
+  await tick();
+  assert.equal(held.length, 1, "one read at a time");
+  held.shift()?.(); // the older page
+  await older;
+  await tick();
+  assert.deepEqual(w.calls.at(-1)?.payload, { limit: 30 }, "the refresh re-reads what is shown by then");
+  held.shift()?.();
+  await again;
+  assert.equal(s.turns.length, 30);
+  assert.equal(s.nextCursor, null);
+});
