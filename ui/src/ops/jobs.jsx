@@ -95,7 +95,12 @@ function Jobs({ feed, root }) {
             >
               <span className={`ide-job-status ${j.status}`}>{j.status}</span>
               <span className="ide-job-cmd" title={j.id}>
-                {j.argv ? joinArgv(j.argv) : j.id}
+                <span className="ide-job-cmd-text">{j.argv ? joinArgv(j.argv) : j.id}</span>
+                {(j.stdout_truncated || j.stderr_truncated) && (
+                  <span className="ide-badge warn" title="The worker kept only part of this job's output">
+                    truncated
+                  </span>
+                )}
               </span>
               <span className="ide-muted ide-job-when">
                 {clock(j.started_at_ms)}
@@ -109,7 +114,13 @@ function Jobs({ feed, root }) {
                   aria-label={`Kill ${j.id}`}
                   onClick={(e) => {
                     e.stopPropagation();
-                    store.kill(j.id).catch((err) => setFormError(err));
+                    store
+                      .kill(j.id)
+                      .then((out) => {
+                        // not killed: it had ended already, or a sandbox job runs on (the worker says why)
+                        if (out && out.killed === false) setFormError({ code: out.status ?? "not killed", message: out.reason ?? `${j.id} was not killed` });
+                      })
+                      .catch((err) => setFormError(err));
                   }}
                 >
                   Kill

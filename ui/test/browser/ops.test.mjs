@@ -101,6 +101,15 @@ describe("the jobs, history and source-control panes", () => {
     assert.equal(st.job.status, "killed");
   });
 
+  test("output over the worker's cap is flagged truncated, in the row and on the stream", async () => {
+    await page.getByLabel("Command line").fill(`sh -c "head -c 1200000 /dev/zero | tr '\\0' x"`);
+    await page.getByRole("button", { name: "Run", exact: true }).click();
+    const job = page.locator('.ide-job[data-status="finished"]', { hasText: "head -c 1200000" });
+    await job.locator(".ide-badge", { hasText: "truncated" }).waitFor(T);
+    await page.locator('[data-testid="job-detail"][data-status="finished"] [data-stream="stdout"] .ide-badge', { hasText: "truncated" }).waitFor(T);
+    assert.equal(await page.locator('[data-testid="job-detail"] [data-stream="stderr"] .ide-badge').count(), 0);
+  });
+
   test("a job started by another caller shows up when it finishes (the binding is unfiltered)", async () => {
     const started = await b.outside("shell::exec_bg", { command: "sh", args: ["-c", "echo from-outside"] });
     await page.locator(`.ide-job[data-job="${started.job_id}"][data-status="finished"]`, { hasText: "from-outside" }).waitFor(T);
