@@ -8,6 +8,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { env, launch, screenshot } from "./common.mjs";
+import { pane, typeIn, waitLine } from "./terminal-common.mjs";
 
 const root = env.root;
 const readme = join(root, "README.md");
@@ -21,11 +22,11 @@ const git = (args) => execFileSync("git", args, { cwd: root, encoding: "utf8", e
  * the worker attributes to a writer opens that writer's diff and focuses it
  * (the page follows the writer), possibly after this tab was opened: the tab
  * is brought back until its view shows.
- * @param {import("playwright-core").Page} page @param {string} key @param {string | RegExp} text
+ * @param {import("playwright-core").Page} page @param {string} key @param {string | RegExp} text @param {string} [banner] the tab's note
  */
-async function diffTab(page, key, text) {
+async function diffTab(page, key, text, banner) {
   const id = `diff:${key}`;
-  const view = page.locator(`[data-testid="diff-view"][data-tab="${id}"] .cm-mergeView`, { hasText: text });
+  const view = page.locator(`[data-testid="diff-view"][data-tab="${id}"]`, banner ? { hasText: banner } : {}).locator(".cm-mergeView", { hasText: text });
   const deadline = Date.now() + T.timeout;
   await page.locator(`.ide-tab[data-path="${id}"]`).waitFor(T);
   for (;;) {
@@ -64,6 +65,27 @@ describe("the jobs, history and source-control panes", () => {
   });
   after(async () => {
     await b?.close();
+  });
+
+  test("the bottom panel's tabs keep the terminal alive, at its size, while another panel shows", async () => {
+    await page.getByRole("button", { name: "Open a terminal" }).click();
+    await pane(page, "live").waitFor(T);
+    await typeIn(page, "echo A=$(stty size)=\n");
+    await waitLine(page, /^A=\d+ \d+=$/);
+    await page.getByRole("tab", { name: "Jobs", exact: true }).click();
+    await page.locator(".ide-jobs").waitFor(T);
+    assert.equal(await page.locator('.ide-bottom[data-pane-id="terminal"]').isHidden(), true);
+    await page.getByRole("tab", { name: "Terminal", exact: true }).click();
+    await typeIn(page, "echo B=$(stty size)=\n");
+    await waitLine(page, /^B=\d+ \d+=$/);
+    const seen = await page.evaluate(() => {
+      const t = /** @type {any} */ (document.querySelector(".ide-term-screen"))?.ideTerminal;
+      const out = [];
+      for (let i = 0; i < t.buffer.active.length; i++) out.push(t.buffer.active.getLine(i)?.translateToString(true).trim() ?? "");
+      return out.filter((l) => /^[AB]=/.test(l));
+    });
+    assert.equal(seen.length, 2, JSON.stringify(seen));
+    assert.equal(seen[0].slice(2), seen[1].slice(2), "the same PTY size before and after");
   });
 
   test("a command line runs as a background job, split into argv, and finishes live", async () => {
@@ -183,8 +205,7 @@ describe("the jobs, history and source-control panes", () => {
     assert.equal(await box.getByRole("button", { name: "Confirm revert" }).isDisabled(), true);
     // what the revert would write to README.md, as a diff
     await box.locator(`[data-testid="revert-steps"] li[data-path="${readme}"]`).getByRole("button", { name: "show" }).click();
-    await diffTab(page, `${readme} · revert ${updateId.slice(0, 10)}`, "edited by a turn");
-    await page.locator(`[data-testid="diff-view"][data-tab="diff:${readme} · revert ${updateId.slice(0, 10)}"]`, { hasText: "The revert would write README.md back" }).waitFor(T);
+    await diffTab(page, `${readme} · revert ${updateId.slice(0, 10)}`, "edited by a turn", "The revert would write README.md back");
     assert.equal(readFileSync(readme, "utf8"), "# edited by hand\n", "the dry run wrote nothing");
     assert.ok(existsSync(plan), "the created file is still there");
     await screenshot(page, "history-conflict-light");
@@ -283,8 +304,8 @@ describe("the jobs, history and source-control panes", () => {
     // staged, its diff is HEAD against the index
     await scm.getByRole("button", { name: "Stage README.md" }).click();
     await scm.locator('[data-section="staged"] li[data-path="README.md"][data-code="M"] .ide-scm-path').click();
-    const staged = await diffTab(page, `${readme} · HEAD ↔ index`, "changed after the commit");
-    assert.match((await staged.textContent()) ?? "", /A tree for the console page tests/);
+    // both sides: HEAD (the first commit) and the index (the edit)
+    await diffTab(page, `${readme} · HEAD ↔ index`, /A tree for the console page tests[\s\S]*changed after the commit/);
     // an edit while the pane is shown arrives live, on top of the staged one
     writeFileSync(readme, "# changed again, after staging\n");
     await scm.locator('[data-section="unstaged"] li[data-path="README.md"][data-code="M"]').waitFor(T);
