@@ -27,6 +27,10 @@ export const gitArgs = {
   stage: (path) => ["add", "--", pathspec(path)],
   /** Unstage; before the first commit there is no HEAD to restore from, so the index entry goes. @param {string} path @param {boolean} initial */
   unstage: (path, initial) => (initial ? ["rm", "--cached", "-q", "--", pathspec(path)] : ["restore", "--staged", "--", pathspec(path)]),
+  /** Every change and untracked file of the whole tree. */
+  stageAll: () => ["add", "--all"],
+  /** Everything staged back out; before the first commit by emptying the index. @param {boolean} initial */
+  unstageAll: (initial) => (initial ? ["rm", "--cached", "-r", "-q", "--", ":(top)"] : ["reset", "-q"]),
   /** @param {string} message */
   commit: (message) => ["commit", "-m", message],
   /** The file's bytes in HEAD (`HEAD:path`) or the index (`:path`), paths relative to the top level. @param {"HEAD" | "index"} from @param {string} path */

@@ -177,6 +177,14 @@ export class GitRepo {
     return this.act(() => this.git(gitArgs.unstage(path, !!this.status?.branch.initial)), `unstaged ${path}`);
   }
 
+  stageAll() {
+    return this.act(() => this.git(gitArgs.stageAll()), "staged every change");
+  }
+
+  unstageAll() {
+    return this.act(() => this.git(gitArgs.unstageAll(!!this.status?.branch.initial)), "unstaged everything");
+  }
+
   /** @param {string} message */
   commit(message) {
     if (!message.trim()) {

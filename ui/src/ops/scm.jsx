@@ -28,14 +28,19 @@ export function ScmPanel({ ctx }) {
     }
   };
 
-  /** @param {{title: string, where: "staged" | "unstaged" | "untracked" | "conflicted", entries: import("../models/git.js").GitEntry[]}} p */
-  const section = ({ title, where, entries }) =>
+  /** @param {{title: string, where: "staged" | "unstaged" | "untracked" | "conflicted", entries: import("../models/git.js").GitEntry[], all?: {label: string, run: () => Promise<boolean>}}} p */
+  const section = ({ title, where, entries, all }) =>
     entries.length > 0 && (
       <div className="ide-scm-section" data-section={where}>
         <div className="ide-pane-head">
           <span>
             {title} ({entries.length})
           </span>
+          {all && (
+            <button className="ide-button small" disabled={repo.busy} onClick={() => void all.run()}>
+              {all.label}
+            </button>
+          )}
         </div>
         <ul className="ide-scm-files">
           {entries.map((e) => (
@@ -108,9 +113,9 @@ export function ScmPanel({ ctx }) {
           </div>
         )}
         {s && section({ title: "Conflicts", where: "conflicted", entries: s.conflicted })}
-        {s && section({ title: "Staged", where: "staged", entries: s.staged })}
-        {s && section({ title: "Changes", where: "unstaged", entries: s.unstaged })}
-        {s && section({ title: "Untracked", where: "untracked", entries: s.untracked })}
+        {s && section({ title: "Staged", where: "staged", entries: s.staged, all: { label: "Unstage all", run: () => repo.unstageAll() } })}
+        {s && section({ title: "Changes", where: "unstaged", entries: s.unstaged, all: { label: "Stage all", run: () => repo.stageAll() } })}
+        {s && section({ title: "Untracked", where: "untracked", entries: s.untracked, all: s.unstaged.length ? undefined : { label: "Stage all", run: () => repo.stageAll() } })}
       </div>
     </div>
   );

@@ -111,11 +111,18 @@ describe("the jobs, history and source-control panes", () => {
   });
 
   test("a long job is killed from its row", async () => {
-    await page.getByLabel("Command line").fill("sleep 60");
+    await page.getByLabel("Command line").fill("sh -c 'echo early; exec sleep 60'");
     await page.getByRole("button", { name: "Run", exact: true }).click();
     const job = page.locator('.ide-job[data-status="running"]', { hasText: "sleep 60" });
     await job.waitFor(T);
     const id = await job.getAttribute("data-job");
+    // the output so far, read on demand while it runs
+    const early = page.locator(`[data-testid="job-detail"][data-job="${id}"] [data-stream="stdout"] pre`, { hasText: "early" });
+    for (const deadline = Date.now() + T.timeout; !(await early.count()); ) {
+      assert.ok(Date.now() < deadline, "the running job's output never showed");
+      await page.getByRole("button", { name: "Refresh output" }).click();
+      await early.waitFor({ timeout: 500 }).catch(() => {});
+    }
     await job.getByRole("button", { name: `Kill ${id}` }).click();
     await page.locator(`.ide-job[data-job="${id}"][data-status="killed"]`).waitFor(T);
     await page.locator(`[data-testid="job-detail"][data-job="${id}"] [data-testid="job-outcome"]`, { hasText: "killed" }).waitFor(T);
@@ -278,13 +285,16 @@ describe("the jobs, history and source-control panes", () => {
     await scm.getByRole("button", { name: /^Commit/ }).click();
     await scm.locator('[role="alert"][data-code="exit 1"]', { hasText: "nothing added to commit" }).waitFor(T);
 
-    // stage everything, one file at a time
-    const untracked = scm.locator('[data-section="untracked"] li');
-    for (let n = await untracked.count(); n > 0; n = await untracked.count()) {
-      const path = await untracked.first().getAttribute("data-path");
-      await untracked.first().getByRole("button", { name: `Stage ${path}` }).click();
-      await scm.locator(`[data-section="staged"] li[data-path="${path}"]`).waitFor(T);
-    }
+    // stage everything, unstage it all, stage it all again
+    const files = await scm.locator('[data-section="untracked"] li').count();
+    await scm.locator('[data-section="untracked"]').getByRole("button", { name: "Stage all" }).click();
+    await scm.locator('[data-section="staged"] .ide-pane-head', { hasText: `Staged (${files})` }).waitFor(T);
+    assert.equal(await scm.locator('[data-section="untracked"]').count(), 0);
+    await scm.getByRole("button", { name: "Unstage all" }).click();
+    await scm.locator('[data-section="untracked"] .ide-pane-head', { hasText: `Untracked (${files})` }).waitFor(T);
+    assert.equal(await scm.locator('[data-section="staged"]').count(), 0);
+    await scm.locator('[data-section="untracked"]').getByRole("button", { name: "Stage all" }).click();
+    await scm.locator('[data-section="staged"] .ide-pane-head', { hasText: `Staged (${files})` }).waitFor(T);
     await scm.getByLabel("Commit message").fill("first commit from the page");
     await scm.getByRole("button", { name: /^Commit \d+ files?$/ }).click();
     await scm.locator('[data-testid="scm-clean"]').waitFor(T);

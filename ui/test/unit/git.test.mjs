@@ -64,6 +64,9 @@ test("reads never take optional locks; paths are literal top-relative pathspecs 
   assert.deepEqual(gitArgs.unstage("a b", false), ["restore", "--staged", "--", pathspec("a b")]);
   assert.deepEqual(gitArgs.unstage("a", true), ["rm", "--cached", "-q", "--", ":(top,literal)a"]);
   assert.deepEqual(gitArgs.commit("fix: it's done"), ["commit", "-m", "fix: it's done"]);
+  assert.deepEqual(gitArgs.stageAll(), ["add", "--all"]);
+  assert.deepEqual(gitArgs.unstageAll(false), ["reset", "-q"]);
+  assert.deepEqual(gitArgs.unstageAll(true), ["rm", "--cached", "-r", "-q", "--", ":(top)"]);
   assert.deepEqual(gitArgs.show("index", "d/f"), ["--no-optional-locks", "show", ":d/f"]);
   assert.deepEqual(gitArgs.show("HEAD", "d/f"), ["--no-optional-locks", "show", "HEAD:d/f"]);
 });
