@@ -2,8 +2,9 @@
 // `shell::job-finished` binding. Deliveries are unordered and may repeat, and
 // a list answer can be older than an event that came after it was asked
 // for, so the view converges instead of trusting arrival order:
-//  - every event (and every start or kill) asks for a fresh list; an answer
-//    to an older request than one already applied is dropped;
+//  - every event (and every start or kill) asks for a fresh list, read one
+//    at a time: one asked for during a read is one more read after it, so
+//    the last read always starts after the last event;
 //  - a job never goes back from a terminal status to `running`: an event
 //    or a status read that saw it end wins over a list that did not yet;
 //  - argv is not in the list (redacted); it is kept from what the page
@@ -64,8 +65,9 @@ export class JobsStore {
     /** @type {null | {job_id: string, text: string}} */
     this.note = null;
     this.version = 0;
-    this.asked = 0;
-    this.applied = 0;
+    /** The list read in flight. @type {Promise<void> | null} */
+    this.reading = null;
+    this.again = false;
     /** @type {Set<() => void>} */
     this.listeners = new Set();
     this.subscribe = this.subscribe.bind(this);
@@ -96,13 +98,33 @@ export class JobsStore {
       .sort((a, b) => b.started_at_ms - a.started_at_ms || (a.id < b.id ? 1 : -1));
   }
 
-  /** Ask for the list; an answer older than one already applied is dropped. */
-  async refresh() {
-    const n = ++this.asked;
+  /**
+   * Ask for the list. One read at a time: asked for while one is in flight,
+   * one more read follows it (a burst of events costs two reads, and the
+   * last one starts after the last event). Resolves when the list, and the
+   * open job's record, are read.
+   */
+  refresh() {
+    if (this.reading) {
+      this.again = true;
+      return this.reading;
+    }
+    this.reading = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.readList();
+        } while (this.again);
+      } finally {
+        this.reading = null;
+      }
+    })();
+    return this.reading;
+  }
+
+  async readList() {
     try {
       const out = await this.call("shell::list", {});
-      if (n < this.applied) return;
-      this.applied = n;
       /** @type {Map<string, JobSummary>} */
       const next = new Map();
       for (const j of Array.isArray(out?.jobs) ? out.jobs : []) {

@@ -17,18 +17,22 @@ const running = { id: "job-1", status: "running", exit_code: null, started_at_ms
 const done = { ...running, status: "finished", exit_code: 0, finished_at_ms: 20 };
 const ev = { job_id: "job-1", argv: ["sleep", "0"], status: "finished", exit_code: 0, started_at_ms: 10, finished_at_ms: 20, duration_ms: 10, _caller_worker_id: "w" };
 
+const tick = () => new Promise((r) => setImmediate(r));
+
 test("a list answer older than the event is not allowed to bring a finished job back to running", async () => {
   const w = worker();
   const s = new JobsStore(w.call);
   const first = s.refresh(); // asked before the job ended
-  const second = s.event(ev); // the event lands, and asks again
+  const second = s.event(ev); // the event lands while that read is out
   assert.equal(s.rows()[0].status, "finished");
   assert.deepEqual(s.rows()[0].argv, ["sleep", "0"]);
-  // the later request is answered first, then the stale one
+  assert.equal(w.calls.length, 1, "one read at a time");
+  w.calls[0].resolve({ count: 1, jobs: [running] }); // the stale answer
+  await tick();
+  assert.equal(s.rows()[0].status, "finished", "the event's end wins over a list that did not see it");
+  assert.equal(w.calls.length, 2, "the event's read follows the one in flight");
   w.calls[1].resolve({ count: 1, jobs: [done] });
-  await second;
-  w.calls[0].resolve({ count: 1, jobs: [running] });
-  await first;
+  await Promise.all([first, second]);
   assert.equal(s.rows().length, 1);
   assert.equal(s.rows()[0].status, "finished");
   assert.equal(s.rows()[0].exit_code, 0);
@@ -43,13 +47,18 @@ test("a stale list that still says running does not undo the event even when it 
   assert.equal(s.rows()[0].status, "finished");
 });
 
-test("duplicate and out-of-order events converge to one row per job", async () => {
+test("a burst of duplicate and out-of-order events costs two reads and converges to one row per job", async () => {
   const w = worker();
   const s = new JobsStore(w.call);
   const evB = { ...ev, job_id: "job-2", status: "killed", exit_code: null, started_at_ms: 30, argv: ["sleep", "30"] };
   const ps = [s.event(evB), s.event(ev), s.event(evB), s.event(ev)];
-  for (const c of w.calls) c.resolve({ count: 2, jobs: [done, { ...running, id: "job-2", started_at_ms: 30, status: "killed" }] });
+  const answer = { count: 2, jobs: [done, { ...running, id: "job-2", started_at_ms: 30, status: "killed" }] };
+  w.calls[0].resolve(answer);
+  await tick();
+  assert.equal(w.calls.length, 2);
+  w.calls[1].resolve(answer);
   await Promise.all(ps);
+  assert.equal(w.calls.length, 2);
   assert.deepEqual(
     s.rows().map((r) => [r.id, r.status]),
     [
