@@ -254,6 +254,36 @@ async fn terminal_panes_in_chromium_against_the_real_binary() {
     .await;
 }
 
+/// The jobs, history and source-control panes: a job finishing live and one
+/// killed, two changes of one turn in the timeline (paged), a revert refused
+/// for a conflict and then done (bytes checked on disk), stage and commit in a
+/// fresh git repository made in the root.
+#[tokio::test(flavor = "multi_thread")]
+async fn jobs_history_and_source_control_panes_in_chromium() {
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        missing("git is not installed");
+        return;
+    }
+    run_browser_suite(
+        "test/browser/ops.test.mjs",
+        |root| {
+            std::fs::create_dir_all(root.join("src")).expect("mkdir src");
+            std::fs::write(
+                root.join("README.md"),
+                b"# Fixture\n\nA tree for the console page tests.\n",
+            )
+            .expect("write fixture");
+            std::fs::write(root.join("src/main.rs"), b"fn main() {}\n").expect("write fixture");
+        },
+        &[],
+    )
+    .await;
+}
+
 /// The BENCHMARKS.md terminal numbers: keystroke → glyph in the pane over
 /// 200 keystrokes, and a 50 MB `cat` stopped by Ctrl+C.
 /// `cargo test --release --test ui_browser -- --ignored`.

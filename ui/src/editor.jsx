@@ -26,7 +26,7 @@ export function EditorPane({ ctx, tab }) {
     );
   if (tab.kind === "diff") {
     return (
-      <div className="ide-editor-wrap" data-testid="diff-view" data-path={tab.extra?.path}>
+      <div className="ide-editor-wrap" data-testid="diff-view" data-path={tab.extra?.path} data-tab={tab.path}>
         <Banner kind="info">
           {tab.note ?? "Change"} — {tab.extra?.path}
         </Banner>

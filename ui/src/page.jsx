@@ -9,6 +9,8 @@ import { Workspace } from "./workspace.jsx";
 import { Picker } from "./picker.jsx";
 import { storage } from "./storage.js";
 import { Terminals } from "./terminal/terminals.js";
+import { JobFeed } from "./ops/feed.js";
+import { TurnsStore } from "./models/turns.js";
 
 /**
  * @param {any} host
@@ -18,6 +20,9 @@ export default function setup(host) {
   const app = new App(host);
   // the terminals' output router and panes live as long as this asset
   app.terminals = new Terminals(app);
+  // the jobs pane's completion feed and the history's store, likewise
+  app.jobs = new JobFeed(app);
+  app.turns = new TurnsStore((id, payload) => app.api.call(id, payload));
   /** @type {Array<() => void>} */
   const offs = [];
   const pages = host.pages;
@@ -41,6 +46,7 @@ export default function setup(host) {
       }
     }
     app.terminals.dispose();
+    app.jobs.dispose();
     app.dispose();
   };
 }

@@ -12,6 +12,7 @@ import { bottomPanes, sidePanes } from "./panes.jsx";
 import { storage } from "./storage.js";
 import { Button, ErrorLine } from "./ui.jsx";
 import { QuickOpen } from "./quickopen.jsx";
+import { GitRepo } from "./ops/git.js";
 
 const PAGE_SIZE = 1000;
 /** Text above this opens read-only. */
@@ -89,7 +90,10 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     (fn) => tree.subscribe(fn),
     () => tree.version,
   );
+  const git = useMemo(() => new GitRepo(api, root), [api, root]);
+  useSyncExternalStore(git.subscribe, git.snapshot);
   const [pane, setPane] = useState(() => storage.get("pane") ?? "explorer");
+  const [bottom, setBottom] = useState(() => storage.get("bottom") ?? "terminal");
   const [notice, setNotice] = useState(/** @type {any} */ (null));
   const [quickOpen, setQuickOpen] = useState(false);
   const ownWrites = useRef(/** @type {Map<string, number>} */ (new Map()));
@@ -239,6 +243,25 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     }
   };
 
+  /** A diff in the editor's merge view, as its own tab. @param {string} key @param {{path: string, old: string, new: string, note: string}} d */
+  const showDiff = (key, d) => {
+    const id = `diff:${key}`;
+    tabs.open(id, "diff");
+    tabs.loaded(id, { kind: "diff", content: "", revision: null, note: d.note, extra: { path: d.path, old: d.old, new: d.new } });
+  };
+
+  // the repository the root is in (if any), refreshed by the feed's .git signal and worktree changes
+  useEffect(() => {
+    void git.detect();
+    const offChange = app.onChange((e) => git.onChange(e));
+    const offReconnect = app.onReconnect(() => void git.detect());
+    return () => {
+      offChange();
+      offReconnect();
+      git.dispose();
+    };
+  }, [app, git]);
+
   // the live binding, storage restore, change events, reconnects
   useEffect(() => {
     app.bind(root);
@@ -285,6 +308,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
   }, [root, tree, tabs, tabs.version, treeVersion]);
 
   useEffect(() => storage.set("pane", pane), [pane]);
+  useEffect(() => storage.set("bottom", bottom), [bottom]);
 
   useEffect(() => {
     /** @param {KeyboardEvent} e */
@@ -313,11 +337,16 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     save,
     resolve,
     pendingLine,
+    git,
+    showDiff,
+    notify: setNotice,
   };
-  const side = sidePanes.find((p) => p.id === pane) ?? sidePanes[0];
+  const shownSide = sidePanes.filter((p) => !p.when || p.when(ctx));
+  const side = shownSide.find((p) => p.id === pane) ?? shownSide[0];
+  const under = bottomPanes.find((p) => p.id === bottom) ?? bottomPanes[0];
 
   return (
-    <div className="ide-workspace">
+    <div className="ide-workspace" data-git={git.inRepo === null ? "unknown" : String(git.inRepo)}>
       <header className="ide-header">
         <span className="ide-title">IDE</span>
         <span className="ide-root" data-testid="root" title={root}>
@@ -338,7 +367,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
       <div className="ide-body">
         <aside className="ide-side">
           <nav className="ide-pane-tabs" role="tablist">
-            {sidePanes.map((p) => (
+            {shownSide.map((p) => (
               <button key={p.id} role="tab" aria-selected={p.id === side.id} className={p.id === side.id ? "active" : ""} onClick={() => setPane(p.id)}>
                 {p.title}
               </button>
@@ -376,11 +405,21 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
             ))}
           </div>
           <div className="ide-editor">{active ? <EditorPane key={active.path} ctx={ctx} tab={active} /> : <div className="ide-empty">Open a file from the explorer, or press Ctrl+P.</div>}</div>
-          {bottomPanes.map((p) => (
-            <div key={p.id} className="ide-bottom" data-pane-id={p.id}>
-              {p.render(ctx)}
-            </div>
-          ))}
+          <nav className="ide-bottom-tabs" role="tablist" aria-label="Panels">
+            {bottomPanes.map((p) => (
+              <button key={p.id} role="tab" aria-selected={p.id === under.id} className={p.id === under.id ? "active" : ""} onClick={() => setBottom(p.id)}>
+                {p.title}
+              </button>
+            ))}
+          </nav>
+          {bottomPanes.map(
+            (p) =>
+              (p.keepMounted || p.id === under.id) && (
+                <div key={p.id} className="ide-bottom" data-pane-id={p.id} hidden={p.id !== under.id}>
+                  {p.render(ctx)}
+                </div>
+              ),
+          )}
         </main>
       </div>
       <footer className="ide-status">

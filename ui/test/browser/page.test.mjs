@@ -35,6 +35,9 @@ describe("the ide console page", () => {
     await page.locator('[aria-label="Roots"] li', { hasText: root }).getByRole("button", { name: "Open" }).click();
     await page.locator('[data-testid="root"]', { hasText: root }).waitFor(T);
     await row(page, join(root, "README.md")).waitFor(T);
+    // not a git repository: no source-control pane
+    await page.locator('.ide-workspace[data-git="false"]').waitFor(T);
+    assert.equal(await page.getByRole("tab", { name: "Git", exact: true }).count(), 0);
   });
 
   test("expands folders lazily; protected entries and noise folders are marked", async () => {
@@ -257,7 +260,8 @@ describe("the ide console page", () => {
     await page.waitForFunction(() => window.__host.client.state === "connected");
     await page.locator(`[data-testid="editor"][data-path="${main}"] .cm-content`, { hasText: "// while away" }).waitFor(T);
     const counts = await page.evaluate(() => window.__host.counts());
-    assert.equal(counts.triggers, 1, JSON.stringify(counts));
+    // the root's shell::changed binding and the jobs pane's shell::job-finished one
+    assert.equal(counts.triggers, 2, JSON.stringify(counts));
     // and the new binding delivers, once ide holds it (its watch is set up after the
     // registration arrives; a write before that has no event): write until one shows
     const later = join(root, "src/after-reconnect.rs");
@@ -288,16 +292,18 @@ describe("the ide console page", () => {
 
   test("hot reload and dispose leave exactly the page's own binding and handler", async () => {
     const before = await page.evaluate(() => window.__host.counts());
-    assert.equal(before.triggers, 1, JSON.stringify(before));
-    assert.equal(before.triggerList[0].trigger_type, "shell::changed");
-    assert.equal(before.triggerList[0].config.path, root);
-    // the change handler and the terminals' output handler, one each
-    assert.equal(before.functions, 2);
+    const types = (/** @type {any} */ c) => c.triggerList.map((/** @type {any} */ t) => t.trigger_type).sort();
+    assert.deepEqual(types(before), ["shell::changed", "shell::job-finished"], JSON.stringify(before));
+    assert.equal(before.triggerList.find((/** @type {any} */ t) => t.trigger_type === "shell::changed").config.path, root);
+    // unfiltered: every completion of this worker's background jobs
+    assert.deepEqual(before.triggerList.find((/** @type {any} */ t) => t.trigger_type === "shell::job-finished").config, {});
+    // the change handler, the terminals' output handler and the jobs' completion handler, one each
+    assert.equal(before.functions, 3);
     await page.evaluate(() => window.__host.reload());
     await row(page, main).waitFor(T);
     const reloaded = await page.evaluate(() => window.__host.counts());
-    assert.equal(reloaded.triggers, 1, JSON.stringify(reloaded));
-    assert.equal(reloaded.functions, 2);
+    assert.deepEqual(types(reloaded), ["shell::changed", "shell::job-finished"], JSON.stringify(reloaded));
+    assert.equal(reloaded.functions, 3);
     // the reloaded module still follows the disk
     writeFileSync(join(root, "README.md"), "# Fixture\n\nafter the hot reload\n");
     await row(page, join(root, "README.md")).click();

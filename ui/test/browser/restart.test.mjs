@@ -55,7 +55,8 @@ describe("the ide console page across an engine restart", () => {
 
     await page.waitForFunction(() => window.__host.client.state === "connected", null, { timeout: 30_000 });
     await page.locator(`[data-testid="editor"][data-path="${readme}"] .cm-content`, { hasText: "written while the engine was down" }).waitFor({ timeout: 30_000 });
-    assert.equal((await page.evaluate(() => window.__host.counts())).triggers, 1);
+    // the root's shell::changed binding and the jobs pane's shell::job-finished one
+    assert.equal((await page.evaluate(() => window.__host.counts())).triggers, 2);
 
     // live again once ide holds the new binding: write until an event shows
     const later = join(env.root, "after-restart.md");

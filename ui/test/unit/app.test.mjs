@@ -127,9 +127,12 @@ test("the built bundle's setup registers the ide page and its teardown disposes 
   assert.equal(pages[0].title, "IDE");
   assert.equal(pages[0].configurationId, "ide");
   assert.equal(typeof pages[0].render, "function");
-  // the change handler and the terminals' output handler, one each per asset
-  assert.deepEqual([...h.handlers.keys()].sort(), ["iii::ide-ui::changed::console-test", "iii::ide-ui::pty-output::console-test"]);
+  // the change handler, the terminals' output handler and the jobs' completion handler, one each per asset
+  assert.deepEqual([...h.handlers.keys()].sort(), ["iii::ide-ui::changed::console-test", "iii::ide-ui::job-finished::console-test", "iii::ide-ui::pty-output::console-test"]);
+  // one unfiltered shell::job-finished binding to the completion handler
+  assert.deepEqual([...h.triggers.values()], [{ type: "shell::job-finished", function_id: "iii::ide-ui::job-finished::console-test", config: {} }]);
   teardown();
   assert.equal(pages.length, 0);
   assert.equal(h.handlers.size, 0);
+  assert.equal(h.triggers.size, 0);
 });
