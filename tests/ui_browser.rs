@@ -254,6 +254,38 @@ async fn terminal_panes_in_chromium_against_the_real_binary() {
     .await;
 }
 
+/// The tree the chat cards' calls work on.
+fn cards_fixture(root: &Path) {
+    let w = |rel: &str, body: &str| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, body).expect("write fixture");
+    };
+    w(
+        "README.md",
+        "# Cards\n\nA tree the chat cards' calls work on.\n",
+    );
+    w(
+        "src/lib.rs",
+        "/// Adds two numbers.\npub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n\n\
+         /// The answer.\npub fn answer() -> u32 {\n    add(40, 2)\n}\n\n\
+         #[cfg(test)]\nmod tests {\n    #[test]\n    fn answer_is_42() {\n        \
+         assert_eq!(super::answer(), 42);\n    }\n}\n",
+    );
+    w(
+        "src/table.rs",
+        "pub fn table() -> Vec<Row> {\n    vec![\n        row(0),\n        row(1),\n    ]\n}\n",
+    );
+}
+
+/// Re-records `ui/test/fixtures/cards/` from the real binary (commit what
+/// changes): `cargo test --test ui_browser record_card_fixtures -- --ignored`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "writes the chat cards' fixtures into ui/test/fixtures/cards/"]
+async fn record_card_fixtures() {
+    run_browser_suite("test/browser/cards-record.mjs", cards_fixture, &[]).await;
+}
+
 /// The BENCHMARKS.md terminal numbers: keystroke → glyph in the pane over
 /// 200 keystrokes, and a 50 MB `cat` stopped by Ctrl+C.
 /// `cargo test --release --test ui_browser -- --ignored`.

@@ -9,6 +9,8 @@ import { Workspace } from "./workspace.jsx";
 import { Picker } from "./picker.jsx";
 import { storage } from "./storage.js";
 import { Terminals } from "./terminal/terminals.js";
+import { makeCardRenderer } from "./cards/cards.jsx";
+import { registerCardRenderer } from "./cards/register.js";
 
 /**
  * @param {any} host
@@ -32,12 +34,15 @@ export default function setup(host) {
   } else {
     console.error("ide: this console has no host.pages registrar; the IDE page is not shown");
   }
+  // chat cards for ide's own calls, through whichever registrar this console has
+  const cards = registerCardRenderer(host, makeCardRenderer({ host, api: app.api }));
+  offs.push(cards.off);
   return () => {
     for (const off of offs.splice(0).reverse()) {
       try {
         off();
       } catch (e) {
-        console.error("ide: unregistering the page failed", e);
+        console.error("ide: unregistering failed", e);
       }
     }
     app.terminals.dispose();
