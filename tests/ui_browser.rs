@@ -286,6 +286,14 @@ async fn record_card_fixtures() {
     run_browser_suite("test/browser/cards-record.mjs", cards_fixture, &[]).await;
 }
 
+/// The chat cards: every recorded call rendered through the registered
+/// renderer (light and dark screenshots), live calls of the binary against
+/// the card models, a background job followed to its end, and the fallbacks.
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_cards_in_chromium_against_the_real_binary() {
+    run_browser_suite("test/browser/cards.test.mjs", cards_fixture, &[]).await;
+}
+
 /// The BENCHMARKS.md terminal numbers: keystroke → glyph in the pane over
 /// 200 keystrokes, and a 50 MB `cat` stopped by Ctrl+C.
 /// `cargo test --release --test ui_browser -- --ignored`.

@@ -119,12 +119,12 @@ function Tag({ host, tone = "info", children, title }) {
   );
 }
 
-/** @param {{fn: string, title: any, children?: any}} props */
+/** @param {{fn: string, title?: any, children?: any}} props */
 function Head({ fn, title, children }) {
   return (
     <div className="ide-card-head">
       <span className="ide-card-fn">{fn}</span>
-      <span className="ide-card-title">{title}</span>
+      <span className="ide-card-title">{title ?? null}</span>
       {children && <span className="ide-card-tags">{children}</span>}
     </div>
   );
@@ -155,7 +155,11 @@ function CodeRows({ rows, className = "" }) {
   return (
     <div className={`ide-card-code ${className}`} role="table">
       {rows.map((r, i) =>
-        r.kind === "gap" ? (
+        r.kind === "break" ? (
+          <div key={i} className="ide-card-row break" role="row">
+            <span className="ide-card-ln">⋯</span>
+          </div>
+        ) : r.kind === "gap" ? (
           <div key={i} className="ide-card-row gap" role="row">
             <span className="ide-card-ln" />
             <span className="ide-card-sign" />
@@ -326,7 +330,11 @@ function ReadCard({ m }) {
               </div>
               {e.lines.length > 0 && <CodeRows rows={e.lines.map((/** @type {any} */ l) => ({ kind: "line", line: l.line, text: l.text }))} />}
               <More count={e.more} />
-              {e.moreLines && !e.more && <div className="ide-card-more">the file goes on</div>}
+              {e.moreLines && !e.more && (
+                <div className="ide-card-more">
+                  {e.totalLines != null && e.lines.length ? `${e.totalLines - e.lines[e.lines.length - 1].line} more lines in the file` : "the file goes on"}
+                </div>
+              )}
             </>
           )}
         </div>
@@ -336,24 +344,6 @@ function ReadCard({ m }) {
 }
 
 // ─── coder::search ───
-
-/**
- * The hit's text with the match marked (a literal query at the reported
- * column; a regex hit is marked from the column to the end of the word).
- * @param {string} text @param {number | null} column @param {string} query @param {boolean} regex
- */
-function markHit(text, column, query, regex) {
-  if (column == null || column < 0 || column > text.length) return null;
-  let len = 0;
-  if (!regex && query && text.slice(column, column + query.length).toLowerCase() === query.toLowerCase()) len = query.length;
-  else if (regex) len = /^\w*/.exec(text.slice(column))?.[0].length ?? 0;
-  if (!len) return null;
-  return [
-    { text: text.slice(0, column), mark: false },
-    { text: text.slice(column, column + len), mark: true },
-    { text: text.slice(column + len), mark: false },
-  ];
-}
 
 /** @param {{m: any}} props */
 function SearchCard({ m }) {
@@ -374,13 +364,7 @@ function SearchCard({ m }) {
             <PathLabel path={g.path} />
             <span className="ide-muted"> · {g.total}</span>
           </div>
-          <CodeRows
-            rows={g.hits.flatMap((/** @type {any} */ h) => [
-              ...h.before.map((/** @type {string} */ text, /** @type {number} */ k) => ({ kind: "line", line: h.line - h.before.length + k, text, context: true })),
-              { kind: "line", line: h.line, text: h.text, hit: true, parts: markHit(h.text, h.column, m.query, m.regex) },
-              ...h.after.map((/** @type {string} */ text, /** @type {number} */ k) => ({ kind: "line", line: h.line + 1 + k, text, context: true })),
-            ])}
-          />
+          <CodeRows rows={g.rows} />
           <More count={g.total - g.hits.length} what="hit" />
         </div>
       ))}
@@ -424,16 +408,37 @@ function StreamFlags({ s }) {
   );
 }
 
-/** The terminal-styled body: the prompt line, stdout, stderr. @param {{command: string, s: any, cwd?: string | null}} props */
-function Terminal({ command, s, cwd }) {
+/**
+ * One stream's lines, with a mark where the worker cut bytes out: before
+ * them (keep: tail), after them (head) or — keep: both — the worker's own
+ * cut line is in the text already.
+ * @param {{lines: string[], truncated: boolean, dropped: number, keep: string, cls: string, name: string}} props
+ */
+function Stream({ lines, truncated, dropped, keep, cls, name }) {
+  const cut = truncated && keep !== "both" ? <div className="ide-card-cut">[… {dropped ? bytes(dropped) : "output"} of {name} not kept …]</div> : null;
+  return (
+    <>
+      {keep === "tail" && cut}
+      {lines.map((l, i) => (
+        <div key={i} className={cls}>
+          {l || "\u00a0"}
+        </div>
+      ))}
+      {keep !== "tail" && cut}
+    </>
+  );
+}
+
+/** The terminal-styled body: the prompt line, stdout, stderr. @param {{command: string, s: any, cwd?: string | null, keep?: string}} props */
+function Terminal({ command, s, cwd, keep = "head" }) {
   return (
     <div className="ide-card-term" role="log">
       <div className="ide-card-prompt">
         {cwd && <span className="ide-card-cwd">{cwd}</span>}
         <span className="ide-card-dollar">$</span> {command}
       </div>
-      {s && s.stdout.map((/** @type {string} */ l, /** @type {number} */ i) => <div key={`o${i}`} className="ide-card-out">{l || "\u00a0"}</div>)}
-      {s && s.stderr.map((/** @type {string} */ l, /** @type {number} */ i) => <div key={`e${i}`} className="ide-card-err">{l || "\u00a0"}</div>)}
+      {s && <Stream lines={s.stdout} truncated={s.stdoutTruncated} dropped={s.stdoutDropped} keep={keep} cls="ide-card-out" name="stdout" />}
+      {s && <Stream lines={s.stderr} truncated={s.stderrTruncated} dropped={s.stderrDropped} keep={keep} cls="ide-card-err" name="stderr" />}
     </div>
   );
 }
@@ -452,7 +457,7 @@ function ExitTag({ host, code }) {
 function ExecCard({ m, host }) {
   return (
     <div className="ide-card" data-ide-card="exec" data-exit={m.exitCode ?? ""}>
-      <Head fn="shell::exec" title={<span className="ide-card-cmd">{m.command}</span>}>
+      <Head fn="shell::exec">
         <ExitTag host={host} code={m.exitCode} />
         {m.timedOut && (
           <Tag host={host} tone="warn">
@@ -461,7 +466,7 @@ function ExecCard({ m, host }) {
         )}
         <span className="ide-muted">{m.durationMs} ms</span>
       </Head>
-      <Terminal command={m.command} s={m} cwd={m.cwd} />
+      <Terminal command={m.command} s={m} cwd={m.cwd} keep={m.keep} />
       <div className="ide-card-foot">
         <StreamFlags s={m} />
         {m.jobId && <span className="ide-card-flag">continues as background job {m.jobId}</span>}
@@ -471,11 +476,11 @@ function ExecCard({ m, host }) {
   );
 }
 
-/** A job record's status line and its output. @param {{job: any, host: any}} props */
-function JobView({ job, host }) {
+/** A job record's status line and its output. @param {{job: any, host: any, keep?: string}} props */
+function JobView({ job, host, keep = "head" }) {
   return (
     <>
-      <Terminal command={job.command} s={job} />
+      <Terminal command={job.command} s={job} keep={keep} />
       <div className="ide-card-foot">
         <StreamFlags s={job} />
         {job.reason && <span className="ide-card-note">{job.reason}</span>}
@@ -503,12 +508,12 @@ function StatusTag({ host, status }) {
 function StatusCard({ m, host }) {
   return (
     <div className="ide-card" data-ide-card="status" data-status={m.status}>
-      <Head fn="shell::status" title={<span className="ide-card-cmd">{m.command}</span>}>
+      <Head fn="shell::status">
         <StatusTag host={host} status={m.status} />
         <ExitTag host={host} code={m.exitCode} />
         <span className="ide-muted ide-card-id">{m.jobId}</span>
       </Head>
-      <JobView job={m} host={host} />
+      <JobView job={m} host={host} keep={m.keep} />
     </div>
   );
 }
@@ -561,7 +566,7 @@ function ExecBgCard({ m, host, api }) {
   const gone = error && /211$/.test(String(error.code));
   return (
     <div className="ide-card" data-ide-card="exec_bg" data-job-status={gone ? "gone" : (job?.status ?? "unknown")}>
-      <Head fn="shell::exec_bg" title={<span className="ide-card-cmd">{m.command}</span>}>
+      <Head fn="shell::exec_bg">
         {job && <StatusTag host={host} status={job.status} />}
         {job && <ExitTag host={host} code={job.exitCode} />}
         {gone && (
@@ -571,7 +576,7 @@ function ExecBgCard({ m, host, api }) {
         )}
         <span className="ide-muted ide-card-id">{m.jobId}</span>
       </Head>
-      {job ? <JobView job={job} host={host} /> : <Terminal command={m.command} s={null} cwd={m.cwd} />}
+      {job ? <JobView job={job} host={host} keep="tail" /> : <Terminal command={m.command} s={null} cwd={m.cwd} />}
       {m.note && <div className="ide-card-foot"><span className="ide-card-note">{m.note}</span></div>}
       {error && (
         <div className="ide-card-foot">
@@ -590,7 +595,7 @@ function ExecBgCard({ m, host, api }) {
 function RunningCard({ m }) {
   return (
     <div className="ide-card" data-ide-card="running">
-      <Head fn={m.functionId} title={<span className="ide-card-cmd">{m.command}</span>}>
+      <Head fn={m.functionId}>
         <span className="ide-muted">running…</span>
       </Head>
       <Terminal command={m.command} s={null} />
@@ -602,7 +607,9 @@ function RunningCard({ m }) {
 function ErrorCard({ m }) {
   return (
     <div className="ide-card error" data-ide-card="error" data-code={m.code}>
-      <Head fn={m.functionId} title={m.subject ? <span className="ide-card-cmd">{m.subject}</span> : "failed"} />
+      <Head fn={m.functionId} title={m.subject ? <span className="ide-card-cmd">{m.subject}</span> : null}>
+        <span className="ide-card-tag danger plain">failed</span>
+      </Head>
       <EntryError error={m} />
     </div>
   );

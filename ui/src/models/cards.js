@@ -88,7 +88,7 @@ function inputArgv(input) {
 /** @param {number} n */
 export function bytes(n) {
   if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(n < 10 * 1024 ? 1 : 0)} KiB`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
@@ -368,6 +368,58 @@ function readModel(input, out) {
 
 // ─── coder::search ───
 
+/**
+ * The match in a hit's line, as parts to mark: `column` is 1-based; a literal
+ * query is marked where it really is at that column (case-insensitively), a
+ * regex hit from the column to the end of its word.
+ * @param {string} text @param {number | null} column @param {string} query @param {boolean} regex
+ * @returns {Array<{text: string, mark: boolean}> | null}
+ */
+export function markHit(text, column, query, regex) {
+  if (column == null || column < 1 || column > text.length) return null;
+  const at = column - 1;
+  let len = 0;
+  if (!regex && query && text.slice(at, at + query.length).toLowerCase() === query.toLowerCase()) len = query.length;
+  else if (regex) len = /^\w*/.exec(text.slice(at))?.[0].length ?? 0;
+  if (!len) return null;
+  return [
+    { text: text.slice(0, at), mark: false },
+    { text: text.slice(at, at + len), mark: true },
+    { text: text.slice(at + len), mark: false },
+  ];
+}
+
+/**
+ * A file's hits as numbered rows: context lines shared by neighbouring hits
+ * once, a hit line over a context line, a break where lines are skipped.
+ * @param {Array<{line: number, column: number | null, text: string, before: string[], after: string[]}>} hits
+ * @param {string} query @param {boolean} regex
+ */
+export function hitRows(hits, query, regex) {
+  /** @type {Map<number, any>} */
+  const byLine = new Map();
+  for (const h of hits) {
+    h.before.forEach((text, k) => {
+      const line = h.line - h.before.length + k;
+      if (!byLine.has(line)) byLine.set(line, { kind: "line", line, text, context: true });
+    });
+    byLine.set(h.line, { kind: "line", line: h.line, text: h.text, hit: true, parts: markHit(h.text, h.column, query, regex) });
+    h.after.forEach((text, k) => {
+      const line = h.line + 1 + k;
+      if (!byLine.has(line)) byLine.set(line, { kind: "line", line, text, context: true });
+    });
+  }
+  /** @type {any[]} */
+  const rows = [];
+  let prev = null;
+  for (const line of [...byLine.keys()].sort((a, b) => a - b)) {
+    if (prev !== null && line > prev + 1) rows.push({ kind: "break" });
+    rows.push(byLine.get(line));
+    prev = line;
+  }
+  return rows;
+}
+
 /** @param {any} input @param {any} out */
 function searchModel(input, out) {
   need(isObj(out) && Array.isArray(out.content_matches) && isBool(out.truncated));
@@ -386,15 +438,16 @@ function searchModel(input, out) {
     need(isObj(p) && isStr(p.path) && optStr(p.kind));
     return { path: p.path, kind: p.kind ?? "file" };
   });
-  const groups = [...byFile.entries()].map(([path, hits]) => ({
-    path,
-    total: hits.length,
-    hits: hits.slice(0, MAX_HITS_PER_FILE),
-  }));
+  const query = isObj(input) && isStr(input.query) ? input.query : "";
+  const regex = isObj(input) && input.regex === true;
+  const groups = [...byFile.entries()].map(([path, hits]) => {
+    const shown = hits.slice(0, MAX_HITS_PER_FILE);
+    return { path, total: hits.length, hits: shown, rows: hitRows(shown, query, regex) };
+  });
   return {
     kind: "search",
-    query: isObj(input) && isStr(input.query) ? input.query : "",
-    regex: isObj(input) && input.regex === true,
+    query,
+    regex,
     matchCount: out.content_matches.length,
     groups: groups.slice(0, MAX_FILES),
     moreFiles: Math.max(0, groups.length - MAX_FILES),
@@ -408,6 +461,12 @@ function searchModel(input, out) {
 }
 
 // ─── shell::exec / shell::status ───
+
+/** Where a cut stream lost its bytes, from the request's `keep`. @param {any} input @returns {"head" | "tail" | "both"} */
+function keepOf(input) {
+  const k = isObj(input) ? input.keep : undefined;
+  return k === "tail" || k === "both" ? k : "head";
+}
 
 /** The output half of an exec answer or a job record. @param {any} o */
 function streams(o) {
@@ -441,6 +500,7 @@ function execModel(input, out) {
     durationMs: out.duration_ms,
     note: out.note ?? null,
     jobId: out.job_id ?? null,
+    keep: keepOf(input),
     ...streams(out),
   };
 }
@@ -470,11 +530,11 @@ export function jobModel(job) {
 }
 
 /** @param {any} _input @param {any} out */
-function statusModel(_input, out) {
+function statusModel(input, out) {
   need(isObj(out));
   const job = jobModel(out.job);
   need(job !== null);
-  return { kind: "status", ...job };
+  return { kind: "status", keep: keepOf(input), ...job };
 }
 
 /** @param {any} input @param {any} out */

@@ -35,14 +35,14 @@ export async function launch() {
   const consoleErrors = [];
   const hostUrl = `${host.url}/?engine=${encodeURIComponent(env.engine)}`;
 
-  /** Open the host page and wait until the page module is set up. */
-  const openPage = async () => {
+  /** Open the host page (`query`: more of its parameters, `&view=chat`) and wait until the page module is set up. */
+  const openPage = async (query = "") => {
     const page = await context.newPage();
     page.on("console", (m) => {
       if (m.type() === "error") consoleErrors.push(m.text());
     });
     page.on("pageerror", (e) => consoleErrors.push(String(e)));
-    await page.goto(hostUrl);
+    await page.goto(hostUrl + query);
     await page.waitForFunction(() => /** @type {any} */ (window).__host?.booted !== undefined);
     await page.evaluate(() => /** @type {any} */ (window).__host.booted);
     return page;
