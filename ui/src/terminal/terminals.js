@@ -16,7 +16,7 @@ import { FitAddon } from "@xterm/addon-fit";
 import { SearchAddon } from "@xterm/addon-search";
 import { WebLinksAddon } from "@xterm/addon-web-links";
 import { PtyRouter } from "./router.js";
-import { clampFont, loadFontSize, loadLeases, saveFontSize, saveLeases } from "./leases.js";
+import { arrange, clampFont, loadFontSize, loadLayout, loadLeases, saveFontSize, saveLayout, saveLeases } from "./leases.js";
 
 /** How often the orphan list refreshes while someone looks at it. */
 export const ORPHAN_POLL_MS = 3000;
@@ -484,6 +484,8 @@ export class Terminals {
     /** @type {null | {code: string, message: string}} */
     this.orphanError = null;
     this.restored = false;
+    /** The layout last written to storage (JSON), so an unchanged one is not written again. */
+    this.layoutSaved = "";
     this.disposed = false;
     /** @type {Array<() => void>} */
     this.cleanups = [];
@@ -507,17 +509,31 @@ export class Terminals {
 
   notify() {
     this.version += 1;
+    this.rememberLayout();
     for (const fn of [...this.listeners]) fn();
   }
 
-  /** The panes the browser's leases name, once per load. */
+  /** The layout goes to storage on every change (once restored: before, it is what restore reads). */
+  rememberLayout() {
+    if (!this.restored || this.disposed) return;
+    const layout = { order: this.panes.map((p) => p.id), active: this.active, split: this.split };
+    const key = JSON.stringify(layout);
+    if (key === this.layoutSaved) return;
+    this.layoutSaved = key;
+    saveLayout(layout);
+  }
+
+  /** The panes the browser's leases name, once per load, in the stored layout. */
   restore() {
     if (this.restored || this.disposed) return;
     this.restored = true;
-    for (const lease of loadLeases()) {
+    const { leases, active, split } = arrange(loadLeases(), loadLayout());
+    for (const lease of leases) {
       if (this.panes.some((p) => p.id === lease.pane)) continue;
       this.panes.push(new TermPane(this, { kind: "attach", lease }));
     }
+    if (!this.active && active) this.active = active;
+    if (!this.split && split && split !== this.active) this.split = split;
     if (!this.active && this.panes.length) this.active = this.panes[0].id;
     this.notify();
   }
