@@ -154,6 +154,7 @@ struct World {
     engine: Engine,
     ide: IdeProcess,
     root: PathBuf,
+    config: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -201,6 +202,7 @@ async fn start_over(store: &Store, populate: impl FnOnce(&Path)) -> World {
         engine,
         ide,
         root,
+        config: config_path,
         _dir: dir,
     }
 }
@@ -341,6 +343,23 @@ async fn bench_page_load_and_big_file() {
 /// same port and store and answers.
 #[tokio::test(flavor = "multi_thread")]
 async fn console_page_survives_an_engine_restart() {
+    run_restart_suite("test/browser/restart.test.mjs", fixture).await;
+}
+
+/// A terminal pane across an engine restart (it re-attaches and goes on) and
+/// across a crash of the worker (the session is gone: the pane says so).
+#[tokio::test(flavor = "multi_thread")]
+async fn terminal_pane_across_engine_and_worker_restarts() {
+    run_restart_suite("test/browser/terminal-restart.test.mjs", |root| {
+        std::fs::write(root.join("README.md"), b"# Terminals\n").expect("write fixture")
+    })
+    .await;
+}
+
+/// Run `file` under plain node, doing what it asks for on stdout:
+/// `IDE-CONTROL stop-engine` / `start-engine` (same port and store) and
+/// `restart-ide` (SIGKILL the worker, start a new one against the engine).
+async fn run_restart_suite(file: &str, populate: impl FnOnce(&Path)) {
     if node_ready().is_none() {
         return;
     }
@@ -349,12 +368,13 @@ async fn console_page_survives_an_engine_restart() {
         return;
     };
     let store = Store::new();
-    let world = start_over(&store, fixture).await;
+    let mut world = start_over(&store, populate).await;
     let port = world.engine.port();
+    let url = world.engine.url();
     let mut engine = Some(world.engine);
     let mut child = tokio::process::Command::new("node")
         .current_dir(ui_dir())
-        .arg("test/browser/restart.test.mjs")
+        .arg(file)
         .env("IDE_ENGINE_URL", format!("ws://127.0.0.1:{port}"))
         .env("IDE_TEST_ROOT", world.root.display().to_string())
         .env("IDE_CHROMIUM", chromium.display().to_string())
@@ -383,6 +403,30 @@ async fn console_page_survives_an_engine_restart() {
                     engine = Some(Engine::start_with(port, &store).await);
                     "started\n"
                 }
+                "IDE-CONTROL restart-ide" => {
+                    world.ide.signal(nix::sys::signal::Signal::SIGKILL);
+                    world
+                        .ide
+                        .wait_exit(WAIT)
+                        .await
+                        .expect("ide exits on SIGKILL");
+                    world.ide = IdeProcess::spawn(
+                        &[
+                            "--url",
+                            &url,
+                            "--config",
+                            &world.config.display().to_string(),
+                        ],
+                        &[("RUST_LOG", "info")],
+                    );
+                    let e = engine.as_ref().expect("the engine runs");
+                    assert!(
+                        e.wait_for_function("ide::ui-content", WAIT).await.is_some(),
+                        "the new ide did not register:\n{}",
+                        world.ide.logs()
+                    );
+                    "restarted\n"
+                }
                 _ => continue,
             };
             stdin
@@ -399,7 +443,7 @@ async fn console_page_survives_an_engine_restart() {
     eprintln!("{output}");
     assert!(
         status.success(),
-        "restart suite failed ({status}):\n{output}\nide logs:\n{}",
+        "{file} failed ({status}):\n{output}\nide logs:\n{}",
         world.ide.logs()
     );
 }
