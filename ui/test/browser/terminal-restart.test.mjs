@@ -4,10 +4,13 @@
 // `restart-ide` kills the ide worker and starts a new one.
 //
 // What really happens: across an engine restart the worker keeps the shell
-// and its output ring, the page re-attaches with its lease after the
-// reconnect and the pane goes on with every frame in order. A restarted
-// worker has lost the session: the pane says its lease is gone and offers a
-// new shell.
+// and its output ring and reconnects on its own; the page's output handler is
+// registered again with the tab's connection, so output flows again as soon as
+// ide is back, and the page re-attaches with its lease once ide answers (calls
+// made while ide registers again fail for a moment; the re-attach clears
+// that). A crashed worker has lost the session: the page's periodic
+// shell::pty::sessions no longer lists it, the pane says its lease is gone and
+// offers a new shell.
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -63,13 +66,20 @@ describe("a terminal pane across an engine restart and a worker restart", () => 
     await typeIn(page, "clear; n=0; while sleep 0.2; do n=$((n+1)); echo tick-$n; done\n");
     await waitLine(page, /^tick-2$/);
 
+    const storedKey = () => page.evaluate(() => JSON.parse(localStorage.getItem("ide:term:leases") ?? "[]")[0]?.access_key);
+    const keyBefore = await storedKey();
     await control("stop-engine", "stopped");
     await page.waitForFunction(() => /** @type {any} */ (window).__host.client.state === "disconnected", null, T);
     const beforeRestart = Math.max(...(await ticks(page)));
     await control("start-engine", "started");
     await page.waitForFunction(() => /** @type {any} */ (window).__host.client.state === "connected", null, { timeout: 30_000 });
 
-    // the shell ran on while the engine was away; the re-attach brings what it wrote, then live frames
+    // the page re-attaches once ide answers on the new engine (the attach rotates the credentials);
+    // calls made before that, while ide registers again, may fail and show on the pane until then
+    await page.waitForFunction((k) => JSON.parse(localStorage.getItem("ide:term:leases") ?? "[]")[0]?.access_key !== k, keyBefore, { timeout: 30_000 });
+    await pane(page, "live").waitFor(T);
+    assert.equal(await page.locator(".ide-term-pane .ide-error").count(), 0, "no error left on the pane");
+    // the shell ran on while the engine was away; the worker's ring brings what it wrote, then live frames
     await waitLine(page, new RegExp(`^tick-${beforeRestart + 10}$`), 30_000);
     const got = await ticks(page);
     assert.deepEqual(got, Array.from({ length: got.length }, (_, i) => i + 1), "every tick once, in order");
