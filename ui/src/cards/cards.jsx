@@ -395,8 +395,8 @@ function StreamFlags({ s }) {
   const flags = [];
   if (s.stdoutTruncated) flags.push(`stdout truncated${s.stdoutDropped ? `, ${bytes(s.stdoutDropped)} dropped` : ""}`);
   if (s.stderrTruncated) flags.push(`stderr truncated${s.stderrDropped ? `, ${bytes(s.stderrDropped)} dropped` : ""}`);
-  if (s.stdoutMore) flags.push(`${s.stdoutMore} more stdout lines not shown`);
-  if (s.stderrMore) flags.push(`${s.stderrMore} more stderr lines not shown`);
+  if (s.stdoutMore) flags.push(`${s.stdoutMore} stdout lines not shown here`);
+  if (s.stderrMore) flags.push(`${s.stderrMore} stderr lines not shown here`);
   return (
     <>
       {flags.map((f) => (
@@ -535,7 +535,7 @@ function useJob({ jobId, api }) {
       try {
         const out = await api.call("shell::status", { job_id: jobId, keep: "tail", max_output_bytes: 4096 }, 10_000);
         if (!live) return;
-        const job = jobModel(out?.job);
+        const job = jobModel(out?.job, "tail");
         if (!job) {
           setState({ job: null, error: { code: "shape", message: "shell::status answered a record this card does not know" } });
           return;

@@ -58,6 +58,22 @@ export function wireError(v) {
 }
 
 /**
+ * The error a console put on the message itself: the wire error, wrapped in
+ * `{error}`, or a client's text that starts with the code ("C211: …",
+ * "remote error (C211): …").
+ * @param {unknown} v
+ */
+function messageError(v) {
+  const direct = wireError(v) ?? (isObj(v) ? wireError(/** @type {any} */ (v).error) : null);
+  if (direct) return direct;
+  if (isStr(v)) {
+    const m = /^\s*(?:remote error \()?([A-Z]\d{3})\)?[:\s]\s*([\s\S]*)$/.exec(v);
+    if (m) return { code: m[1], message: m[2] };
+  }
+  return null;
+}
+
+/**
  * A text's lines without the terminator of the last one.
  * @param {string} s
  */
@@ -468,12 +484,22 @@ function keepOf(input) {
   return k === "tail" || k === "both" ? k : "head";
 }
 
-/** The output half of an exec answer or a job record. @param {any} o */
-function streams(o) {
+/** Lines of a stream a card shows. */
+export const MAX_STREAM_LINES = 200;
+
+/** At most MAX_STREAM_LINES of a stream: its last ones when the call kept the tail. @param {string} text @param {string} keep */
+function streamLines(text, keep) {
+  const all = splitLines(text);
+  if (all.length <= MAX_STREAM_LINES) return { lines: all, more: 0 };
+  return keep === "tail" ? { lines: all.slice(-MAX_STREAM_LINES), more: all.length - MAX_STREAM_LINES } : capped(all, MAX_STREAM_LINES);
+}
+
+/** The output half of an exec answer or a job record. @param {any} o @param {string} [keep] */
+function streams(o, keep = "head") {
   need(isStr(o.stdout) && isStr(o.stderr) && isBool(o.stdout_truncated) && isBool(o.stderr_truncated));
   need(optCount(o.stdout_dropped_bytes) && optCount(o.stderr_dropped_bytes));
-  const out = capped(splitLines(o.stdout), 200);
-  const err = capped(splitLines(o.stderr), 200);
+  const out = streamLines(o.stdout, keep);
+  const err = streamLines(o.stderr, keep);
   return {
     stdout: out.lines,
     stdoutMore: out.more,
@@ -501,12 +527,12 @@ function execModel(input, out) {
     note: out.note ?? null,
     jobId: out.job_id ?? null,
     keep: keepOf(input),
-    ...streams(out),
+    ...streams(out, keepOf(input)),
   };
 }
 
-/** A job record (shell::status's `job`). @param {any} job */
-export function jobModel(job) {
+/** A job record (shell::status's `job`). @param {any} job @param {string} [keep] */
+export function jobModel(job, keep = "head") {
   try {
     need(isObj(job) && isStr(job.id) && strArray(job.argv) && isStr(job.status));
     need(optInt(job.exit_code) && isCount(job.started_at_ms) && optCount(job.finished_at_ms) && optStr(job.reason));
@@ -521,7 +547,7 @@ export function jobModel(job) {
       finishedAtMs: job.finished_at_ms ?? null,
       reason: job.reason ?? null,
       timedOut: job.timed_out === true,
-      ...streams(job),
+      ...streams(job, keep),
     };
   } catch (e) {
     if (e instanceof Reject) return null;
@@ -532,7 +558,7 @@ export function jobModel(job) {
 /** @param {any} _input @param {any} out */
 function statusModel(input, out) {
   need(isObj(out));
-  const job = jobModel(out.job);
+  const job = jobModel(out.job, keepOf(input));
   need(job !== null);
   return { kind: "status", keep: keepOf(input), ...job };
 }
@@ -585,7 +611,7 @@ export function cardModel(message) {
     if (!build) return null;
     const input = parsed(message.input);
     const out = parsed(message.output);
-    const failure = wireError(message.error) ?? wireError(out);
+    const failure = messageError(message.error) ?? wireError(out);
     if (failure && (out === undefined || out === null || wireError(out))) {
       return { kind: "error", functionId: message.functionId, subject: callSubject(message.functionId, input), ...failure };
     }

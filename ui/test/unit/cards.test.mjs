@@ -204,3 +204,28 @@ test("the renderer goes through whichever registrar the console has", () => {
   assert.equal(registerCardRenderer(both, {}).registrar, "functionTriggers");
   assert.equal(registerCardRenderer({}, {}).registrar, null);
 });
+
+test("a console's own error on the message: the wire error, wrapped, or text with the code", () => {
+  const base = { functionId: "coder::read-file", input: { path: "src/x.rs" } };
+  assert.deepEqual(
+    [
+      cardModel({ ...base, error: { code: "C211", message: "gone" } }),
+      cardModel({ ...base, error: { error: { code: "C211", message: "gone" } } }),
+      cardModel({ ...base, error: "C211: gone" }),
+      cardModel({ ...base, error: "remote error (C211): gone" }),
+    ].map((m) => m && [m.kind, m.code, m.message, m.subject]),
+    Array(4).fill(["error", "C211", "gone", "src/x.rs"]),
+  );
+  assert.equal(cardModel({ ...base, error: "something odd" }), null);
+});
+
+test("a long stream shows its first lines, or its last ones when the call kept the tail", () => {
+  const stdout = Array.from({ length: 500 }, (_, i) => `l${i + 1}`).join("\n") + "\n";
+  const output = { stdout, stderr: "", exit_code: 0, timed_out: false, duration_ms: 1, stdout_truncated: false, stderr_truncated: false, stdout_dropped_bytes: 0, stderr_dropped_bytes: 0 };
+  const head = cardModel({ functionId: "shell::exec", input: { command: "seq" }, output });
+  assert.equal(head.stdout[0], "l1");
+  assert.equal(head.stdoutMore, 300);
+  const tail = cardModel({ functionId: "shell::exec", input: { command: "seq", keep: "tail" }, output });
+  assert.equal(tail.stdout[0], "l301");
+  assert.equal(tail.stdout.at(-1), "l500");
+});
