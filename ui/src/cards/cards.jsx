@@ -81,7 +81,7 @@ function Card({ model, host, api }) {
     case "create":
       return <CreateCard m={model} host={host} />;
     case "read":
-      return <ReadCard m={model} />;
+      return <ReadCard m={model} host={host} />;
     case "search":
       return <SearchCard m={model} />;
     case "exec":
@@ -305,12 +305,18 @@ function CreateCard({ m, host }) {
 
 // ─── coder::read-file ───
 
-/** @param {{m: any}} props */
-function ReadCard({ m }) {
+/** @param {{m: any, host: any}} props */
+function ReadCard({ m, host }) {
   const one = m.entries.length === 1 ? m.entries[0] : null;
   return (
     <div className="ide-card" data-ide-card="read">
-      <Head fn="coder::read-file" title={one ? <PathLabel path={one.path} /> : `${m.entries.length} files`} />
+      <Head fn="coder::read-file" title={one ? <PathLabel path={one.path} /> : `${m.entries.length} files`}>
+        {!one && m.failed > 0 && (
+          <Tag host={host} tone="danger">
+            {m.failed} failed
+          </Tag>
+        )}
+      </Head>
       {m.entries.map((/** @type {any} */ e, /** @type {number} */ i) => (
         <div key={i} className={`ide-card-file${e.error ? " failed" : ""}`} data-path={e.path}>
           {!one && (

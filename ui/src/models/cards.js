@@ -376,10 +376,10 @@ function readModel(input, out) {
       }
       return { ...readEntry(r, req), error: null };
     });
-    return { kind: "read", entries };
+    return { kind: "read", entries, failed: entries.filter((/** @type {any} */ e) => e.error).length };
   }
   need(isStr(out.path));
-  return { kind: "read", entries: [{ ...readEntry(out, input), error: null }] };
+  return { kind: "read", entries: [{ ...readEntry(out, input), error: null }], failed: 0 };
 }
 
 // ─── coder::search ───

@@ -72,7 +72,8 @@ describe("ide's chat cards", () => {
     assert.match(await call(page, "update-file.elided").locator(".ide-card-row.gap").innerText(), /8 lines not echoed/);
     assert.equal(await call(page, "update-file.elided").locator('.ide-card-row[data-line="15"]').innerText().then((t) => t.includes("row(12)")), true);
     assert.match(await text("update-file.batch-error"), /2 failed[\s\S]*C211[\s\S]*C210/);
-    assert.match(await text("create-file.batch-error"), /C213/);
+    assert.match(await text("create-file.batch-error"), /1 failed[\s\S]*C213/);
+    assert.match(await text("read-file.batch"), /1 failed[\s\S]*C211/);
     assert.deepEqual(await call(page, "read-file.window").locator(".ide-card-ln").allInnerTexts(), ["2", "3", "4", "5", "6"]);
     assert.match(await text("read-file.stat"), /stat of 17/);
     assert.match(await text("search.truncated"), /partial: max_matches/);

@@ -98,6 +98,7 @@ test("read-file: window numbering from line_from, numbered reads from their pref
   const b = cardModel(fixture("read-file.batch"));
   assert.equal(b.entries.length, 2);
   assert.equal(b.entries[1].error.code, "C211");
+  assert.equal(b.failed, 1);
 });
 
 test("search: hits grouped by file with their context; stop reason; path matches", () => {
