@@ -125,33 +125,26 @@ function opText(op) {
 }
 
 /**
- * One op, in a line, plus the removed and added text an exact edit names.
+ * One op, in a line (the text it adds or takes out is in its echo rows).
  * @param {any} op
- * @returns {{label: string, removed: string[], added: string[]}}
+ * @returns {{label: string}}
  */
 export function describeOp(op) {
-  if (!isObj(op) || !isStr(op.op)) return { label: "op", removed: [], added: [] };
+  if (!isObj(op) || !isStr(op.op)) return { label: "op" };
+  const span = (/** @type {string} */ verb) => (op.from_line === op.to_line ? `${verb} line ${op.from_line}` : `${verb} lines ${op.from_line}–${op.to_line}`);
   switch (op.op) {
     case "insert":
-      return { label: `insert before line ${op.at_line}`, removed: [], added: isStr(op.content) ? splitLines(op.content) : [] };
+      return { label: `insert before line ${op.at_line}` };
     case "remove":
-      return { label: op.from_line === op.to_line ? `remove line ${op.from_line}` : `remove lines ${op.from_line}–${op.to_line}`, removed: [], added: [] };
+      return { label: span("remove") };
     case "update_lines":
-      return {
-        label: op.from_line === op.to_line ? `rewrite line ${op.from_line}` : `rewrite lines ${op.from_line}–${op.to_line}`,
-        removed: [],
-        added: isStr(op.content) ? splitLines(op.content) : [],
-      };
+      return { label: span("rewrite") };
     case "replace":
-      return { label: `replace /${isStr(op.pattern) ? op.pattern : ""}/${op.ignore_case ? "i" : ""} → ${JSON.stringify(isStr(op.replacement) ? op.replacement : "")}`, removed: [], added: [] };
+      return { label: `replace /${isStr(op.pattern) ? op.pattern : ""}/${op.ignore_case ? "i" : ""} → ${JSON.stringify(isStr(op.replacement) ? op.replacement : "")}` };
     case "edit":
-      return {
-        label: op.replace_all ? "edit (every occurrence)" : "edit",
-        removed: isStr(op.old_text) ? splitLines(op.old_text) : [],
-        added: isStr(op.new_text) ? splitLines(op.new_text) : [],
-      };
+      return { label: op.replace_all ? "edit (every occurrence)" : "edit" };
     default:
-      return { label: op.op, removed: [], added: [] };
+      return { label: op.op };
   }
 }
 
