@@ -46,6 +46,11 @@ function latin1(s) {
   return out;
 }
 
+/** ide is not on the bus right now (its functions are gone, or the tab's connection is). @param {any} e */
+export function isAway(e) {
+  return e?.code === "function_not_found" || e?.code === "disconnected";
+}
+
 /** A lost lease: the worker no longer knows the session or these credentials. @param {any} e */
 export function isLostLease(e) {
   return typeof e?.code === "string" && /211$/.test(e.code);
@@ -397,7 +402,12 @@ export class TermPane {
           await this.owner.api.call("shell::pty::resize", { session_id: this.lease.session_id, access_key: this.lease.access_key, ...size });
           this.sizeSent = size;
         } catch (e) {
-          this.failed(e);
+          // ide is off the bus for a moment (an engine restart): the size waits for the next
+          // resize or the re-attach, which carries the terminal's size anyway
+          if (isAway(e)) {
+            this.pendingSize ??= size;
+            this.sizeSent = null;
+          } else this.failed(e);
           break;
         }
       }

@@ -6,9 +6,8 @@
 // What really happens: across an engine restart the worker keeps the shell
 // and its output ring and reconnects on its own; the page's output handler is
 // registered again with the tab's connection, so output flows again as soon as
-// ide is back, and the page re-attaches with its lease once ide answers (calls
-// made while ide registers again fail for a moment; the re-attach clears
-// that). A crashed worker has lost the session: the page's periodic
+// ide is back, and the page re-attaches with its lease once ide answers (a
+// resize meanwhile waits for the re-attach, which carries the size). A crashed worker has lost the session: the page's periodic
 // shell::pty::sessions no longer lists it, the pane says its lease is gone and
 // offers a new shell.
 
