@@ -358,8 +358,13 @@ function SearchCard({ m }) {
     <div className="ide-card" data-ide-card="search">
       <Head fn="coder::search" title={<span className="ide-card-query">{m.query}</span>}>
         <span className="ide-muted">
-          {m.matchCount} match{m.matchCount === 1 ? "" : "es"} in {files} file{files === 1 ? "" : "s"}
-          {m.filesScanned != null && <> · {m.filesScanned} scanned</>}
+          {[
+            m.searchedContent ? `${m.matchCount} match${m.matchCount === 1 ? "" : "es"} in ${files} file${files === 1 ? "" : "s"}` : null,
+            m.pathCount ? `${m.pathCount} path${m.pathCount === 1 ? "" : "s"}` : null,
+            m.searchedContent && m.filesScanned != null ? `${m.filesScanned} scanned` : null,
+          ]
+            .filter(Boolean)
+            .join(" · ")}
         </span>
         {m.truncated && <span className="ide-card-flag warn">partial{m.stopReason ? `: ${m.stopReason}` : ""}</span>}
       </Head>

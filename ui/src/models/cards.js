@@ -460,6 +460,8 @@ function searchModel(input, out) {
     matchCount: out.content_matches.length,
     groups: groups.slice(0, MAX_FILES),
     moreFiles: Math.max(0, groups.length - MAX_FILES),
+    searchedContent: !(isObj(input) && input.search_content === false),
+    pathCount: paths.length,
     paths: paths.slice(0, MAX_FILES),
     morePaths: Math.max(0, paths.length - MAX_FILES),
     truncated: out.truncated,

@@ -112,6 +112,8 @@ test("search: hits grouped by file with their context; stop reason; path matches
   assert.equal(t.stopReason, "max_matches");
   const p = cardModel(fixture("search.paths"));
   assert.ok(p.paths.some((/** @type {any} */ x) => x.path.endsWith("lib.rs")));
+  assert.equal(p.searchedContent, false);
+  assert.equal(p.pathCount, p.paths.length);
 });
 
 test("exec: exit code, streams, truncation with the dropped bytes", () => {
