@@ -329,8 +329,9 @@ function ReadCard({ m, host }) {
           ) : (
             <>
               <div className="ide-card-meta">
-                {e.stat ? "stat" : e.lines.length ? `lines ${e.lines[0].line}–${e.lines[e.lines.length - 1].line}` : "empty"}
-                {e.totalLines != null && <> of {e.totalLines}</>}
+                {e.stat
+                  ? `stat${e.totalLines != null ? ` · ${e.totalLines} lines` : ""}`
+                  : `${e.lines.length ? `lines ${e.lines[0].line}–${e.lines[e.lines.length - 1].line}` : "empty"}${e.totalLines != null ? ` of ${e.totalLines}` : ""}`}
                 {e.size != null && <> · {bytes(e.size)}</>}
                 {!e.isUtf8 && <> · not UTF-8</>}
               </div>

@@ -75,7 +75,7 @@ describe("ide's chat cards", () => {
     assert.match(await text("create-file.batch-error"), /1 failed[\s\S]*C213/);
     assert.match(await text("read-file.batch"), /1 failed[\s\S]*C211/);
     assert.deepEqual(await call(page, "read-file.window").locator(".ide-card-ln").allInnerTexts(), ["2", "3", "4", "5", "6"]);
-    assert.match(await text("read-file.stat"), /stat of 17/);
+    assert.match(await text("read-file.stat"), /stat · 17 lines · 248 B/);
     assert.match(await text("search.truncated"), /partial: max_matches/);
     assert.match(await call(page, "search.paths").locator(".ide-card-head").innerText(), /1 path$/);
     assert.ok((await call(page, "search.content").locator(".ide-card-file").count()) >= 2, "hits grouped by file");
