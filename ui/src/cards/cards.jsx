@@ -85,7 +85,7 @@ function Card({ model, host, api }) {
     case "search":
       return <SearchCard m={model} />;
     case "exec":
-      return <ExecCard m={model} host={host} />;
+      return <ExecCard m={model} host={host} api={api} />;
     case "exec_bg":
       return <ExecBgCard m={model} host={host} api={api} />;
     case "status":
@@ -441,14 +441,16 @@ function Stream({ lines, truncated, dropped, keep, cls, name }) {
   );
 }
 
-/** The terminal-styled body: the prompt line, stdout, stderr. @param {{command: string, s: any, cwd?: string | null, keep?: string}} props */
+/** The terminal-styled body: the prompt line, stdout, stderr. @param {{command: string | null, s: any, cwd?: string | null, keep?: string}} props */
 function Terminal({ command, s, cwd, keep = "head" }) {
   return (
     <div className="ide-card-term" role="log">
-      <div className="ide-card-prompt">
-        {cwd && <span className="ide-card-cwd">{cwd}</span>}
-        <span className="ide-card-dollar">$</span> {command}
-      </div>
+      {command !== null && (
+        <div className="ide-card-prompt">
+          {cwd && <span className="ide-card-cwd">{cwd}</span>}
+          <span className="ide-card-dollar">$</span> {command}
+        </div>
+      )}
       {s && <Stream lines={s.stdout} truncated={s.stdoutTruncated} dropped={s.stdoutDropped} keep={keep} cls="ide-card-out" name="stdout" />}
       {s && <Stream lines={s.stderr} truncated={s.stderrTruncated} dropped={s.stderrDropped} keep={keep} cls="ide-card-err" name="stderr" />}
     </div>
@@ -465,8 +467,8 @@ function ExitTag({ host, code }) {
   );
 }
 
-/** @param {{m: any, host: any}} props */
-function ExecCard({ m, host }) {
+/** @param {{m: any, host: any, api: any}} props */
+function ExecCard({ m, host, api }) {
   return (
     <div className="ide-card" data-ide-card="exec" data-exit={m.exitCode ?? ""}>
       <Head fn="shell::exec">
@@ -481,18 +483,48 @@ function ExecCard({ m, host }) {
       <Terminal command={m.command} s={m} cwd={m.cwd} keep={m.keep} />
       <div className="ide-card-foot">
         <StreamFlags s={m} />
-        {m.jobId && <span className="ide-card-flag">continues as background job {m.jobId}</span>}
         {m.note && <span className="ide-card-note">{m.note}</span>}
       </div>
+      {m.jobId && <HandedOver jobId={m.jobId} host={host} api={api} />}
     </div>
   );
 }
 
-/** A job record's status line and its output. @param {{job: any, host: any, keep?: string}} props */
-function JobView({ job, host, keep = "head" }) {
+/**
+ * A command that outlived its timeout with on_timeout: "background" goes on
+ * as a job: followed like an exec_bg card's, below the output so far.
+ * @param {{jobId: string, host: any, api: any}} props
+ */
+function HandedOver({ jobId, host, api }) {
+  const { job, error } = useJob({ jobId, api });
+  const gone = error && /211$/.test(String(error.code));
+  return (
+    <div className="ide-card-job" data-job-status={gone ? "gone" : (job?.status ?? "unknown")}>
+      <div className="ide-card-meta">
+        continues as background job <span className="ide-card-id">{jobId}</span>
+        {job && <StatusTag host={host} status={job.status} />}
+        {job && <ExitTag host={host} code={job.exitCode} />}
+        {gone && (
+          <Tag host={host} tone="warn">
+            record gone
+          </Tag>
+        )}
+      </div>
+      {job && <JobView job={job} host={host} keep="tail" prompt={false} />}
+      {error && !gone && (
+        <div className="ide-card-foot">
+          <EntryError error={error} />
+        </div>
+      )}
+    </div>
+  );
+}
+
+/** A job record's output (under its command line, unless the card shows that already). @param {{job: any, host: any, keep?: string, prompt?: boolean}} props */
+function JobView({ job, host, keep = "head", prompt = true }) {
   return (
     <>
-      <Terminal command={job.command} s={job} keep={keep} />
+      <Terminal command={prompt ? job.command : null} s={job} keep={keep} />
       <div className="ide-card-foot">
         <StreamFlags s={job} />
         {job.reason && <span className="ide-card-note">{job.reason}</span>}

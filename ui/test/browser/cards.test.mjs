@@ -141,6 +141,23 @@ describe("ide's chat cards", () => {
     writeFileSync(go, "");
   });
 
+  test("a shell::exec that outlived its timeout as a background job is followed to its end", async () => {
+    const go = join(env.root, "go-exec");
+    const input = { command: "sh", args: ["-c", "echo slow-start; while [ ! -e go-exec ]; do sleep 0.05; done; echo slow-end"], cwd: env.root, timeout_ms: 300, on_timeout: "background" };
+    const output = await b.outside("shell::exec", input);
+    assert.equal(output.timed_out, true);
+    assert.match(output.job_id, /\S/);
+    await show(page, [{ key: "handed-over", message: { role: "function-call", functionId: "shell::exec", input, output } }]);
+    const job = call(page, "handed-over").locator(".ide-card-job");
+    await call(page, "handed-over").locator('.ide-card-job[data-job-status="running"]').waitFor(T);
+    assert.match(await call(page, "handed-over").innerText(), /timed out[\s\S]*slow-start[\s\S]*continues as background job/);
+    writeFileSync(go, "");
+    await call(page, "handed-over").locator('.ide-card-job[data-job-status="finished"]').waitFor(T);
+    assert.match(await job.innerText(), /exit 0[\s\S]*slow-end/);
+    await call(page, "handed-over").screenshot({ path: join(env.artifacts, "card-exec-handed-over-light.png") });
+    await show(page, []);
+  });
+
   test("a running shell::exec shows its command; other running calls get the host's rendering", async () => {
     await show(page, [
       { key: "run-exec", message: { functionId: "shell::exec", input: { command: "cargo", args: ["test"] }, running: true } },
