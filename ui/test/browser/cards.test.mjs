@@ -187,6 +187,7 @@ describe("ide's chat cards", () => {
   });
 
   test("a card that throws while rendering shows the call's output, not a broken card", async () => {
+    assert.deepEqual(b.consoleErrors, [], "nothing went to the console so far");
     const exec = fixtures.find((f) => f.key === "exec.ok")?.message;
     await page.evaluate(() => (/** @type {any} */ (window).__host.faults.badge = true));
     await show(page, [{ key: "faulty", message: exec }]);
