@@ -3,7 +3,12 @@
 // worker's content function (ide::ui-content), import the script as an ES
 // module (react resolves through this page's import map), call setup(host),
 // render registered pages inside the data-iii-ui scope wrapper, dispose on
-// reload. Test-host code only.
+// reload. Function-call renderers register through host.functionCalls (the
+// draft's name) or, with ?registrar=functionTriggers, the shipped console's;
+// ?view=chat shows the calls given to window.__host.showCalls the way the
+// console's FunctionCallCard does (injected renderers first, first non-null
+// wins, inside the scope wrapper and an error chip; the JSON default
+// otherwise). Test-host code only.
 
 import * as React from "react";
 import { createRoot } from "react-dom/client";
