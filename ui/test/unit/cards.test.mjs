@@ -180,7 +180,7 @@ test("running calls: shell::exec* shows its command, the rest falls back", () =>
   assert.equal(runningModel({ functionId: "shell::exec", input: {} }), null);
 });
 
-test("helpers", () => {
+test("splitting lines, quoting a command line, the carded functions", () => {
   assert.deepEqual(splitLines("a\r\nb\n"), ["a", "b"]);
   assert.deepEqual(splitLines(""), []);
   assert.equal(commandLine(["echo", "it's"]), "echo 'it'\\''s'");
