@@ -199,6 +199,18 @@ describe("ide's chat cards", () => {
     b.consoleErrors.splice(0); // React reports the caught error on the console
   });
 
+  test("a hot reload replaces the renderer (one, not two) and the cards render again", async () => {
+    await show(page, fixtures.filter((f) => f.key === "read-file.window"));
+    await call(page, "read-file.window").locator('[data-ide-card="read"]').waitFor(T);
+    await page.evaluate(() => /** @type {any} */ (window).__host.reload());
+    assert.deepEqual(await page.evaluate(() => /** @type {any} */ (window).__host.renderers()), ["ide/page.js#cards"]);
+    await call(page, "read-file.window").locator('[data-iii-ui="ide"] [data-ide-card="read"]').waitFor(T);
+    await page.evaluate(() => /** @type {any} */ (window).__host.dispose());
+    assert.deepEqual(await page.evaluate(() => /** @type {any} */ (window).__host.renderers()), []);
+    // with no renderer the host's default takes the call
+    await call(page, "read-file.window").locator("[data-host-default]").waitFor(T);
+  });
+
   test("the shipped console's registrar name, host.functionTriggers, works the same", async () => {
     const other = await b.openPage("&view=chat&registrar=functionTriggers");
     assert.equal(await other.evaluate(() => /** @type {any} */ (window).__host.registrar), "functionTriggers");
