@@ -154,6 +154,7 @@ struct World {
     engine: Engine,
     ide: IdeProcess,
     root: PathBuf,
+    config: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -201,6 +202,7 @@ async fn start_over(store: &Store, populate: impl FnOnce(&Path)) -> World {
         engine,
         ide,
         root,
+        config: config_path,
         _dir: dir,
     }
 }
@@ -284,6 +286,46 @@ async fn jobs_history_and_source_control_panes_in_chromium() {
     .await;
 }
 
+/// The tree the chat cards' calls work on.
+fn cards_fixture(root: &Path) {
+    let w = |rel: &str, body: &str| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, body).expect("write fixture");
+    };
+    w(
+        "README.md",
+        "# Cards\n\nA tree the chat cards' calls work on.\n",
+    );
+    w(
+        "src/lib.rs",
+        "/// Adds two numbers.\npub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n\n\
+         /// The answer.\npub fn answer() -> u32 {\n    add(40, 2)\n}\n\n\
+         #[cfg(test)]\nmod tests {\n    #[test]\n    fn answer_is_42() {\n        \
+         assert_eq!(super::answer(), 42);\n    }\n}\n",
+    );
+    w(
+        "src/table.rs",
+        "pub fn table() -> Vec<Row> {\n    vec![\n        row(0),\n        row(1),\n    ]\n}\n",
+    );
+}
+
+/// Re-records `ui/test/fixtures/cards/` from the real binary (commit what
+/// changes): `cargo test --test ui_browser record_card_fixtures -- --ignored`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "writes the chat cards' fixtures into ui/test/fixtures/cards/"]
+async fn record_card_fixtures() {
+    run_browser_suite("test/browser/cards-record.mjs", cards_fixture, &[]).await;
+}
+
+/// The chat cards: every recorded call rendered through the registered
+/// renderer (light and dark screenshots), live calls of the binary against
+/// the card models, a background job followed to its end, and the fallbacks.
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_cards_in_chromium_against_the_real_binary() {
+    run_browser_suite("test/browser/cards.test.mjs", cards_fixture, &[]).await;
+}
+
 /// The BENCHMARKS.md terminal numbers: keystroke → glyph in the pane over
 /// 200 keystrokes, and a 50 MB `cat` stopped by Ctrl+C.
 /// `cargo test --release --test ui_browser -- --ignored`.
@@ -331,6 +373,23 @@ async fn bench_page_load_and_big_file() {
 /// same port and store and answers.
 #[tokio::test(flavor = "multi_thread")]
 async fn console_page_survives_an_engine_restart() {
+    run_restart_suite("test/browser/restart.test.mjs", fixture).await;
+}
+
+/// A terminal pane across an engine restart (it re-attaches and goes on) and
+/// across a crash of the worker (the session is gone: the pane says so).
+#[tokio::test(flavor = "multi_thread")]
+async fn terminal_pane_across_engine_and_worker_restarts() {
+    run_restart_suite("test/browser/terminal-restart.test.mjs", |root| {
+        std::fs::write(root.join("README.md"), b"# Terminals\n").expect("write fixture")
+    })
+    .await;
+}
+
+/// Run `file` under plain node, doing what it asks for on stdout:
+/// `IDE-CONTROL stop-engine` / `start-engine` (same port and store) and
+/// `restart-ide` (SIGKILL the worker, start a new one against the engine).
+async fn run_restart_suite(file: &str, populate: impl FnOnce(&Path)) {
     if node_ready().is_none() {
         return;
     }
@@ -339,12 +398,13 @@ async fn console_page_survives_an_engine_restart() {
         return;
     };
     let store = Store::new();
-    let world = start_over(&store, fixture).await;
+    let mut world = start_over(&store, populate).await;
     let port = world.engine.port();
+    let url = world.engine.url();
     let mut engine = Some(world.engine);
     let mut child = tokio::process::Command::new("node")
         .current_dir(ui_dir())
-        .arg("test/browser/restart.test.mjs")
+        .arg(file)
         .env("IDE_ENGINE_URL", format!("ws://127.0.0.1:{port}"))
         .env("IDE_TEST_ROOT", world.root.display().to_string())
         .env("IDE_CHROMIUM", chromium.display().to_string())
@@ -373,6 +433,30 @@ async fn console_page_survives_an_engine_restart() {
                     engine = Some(Engine::start_with(port, &store).await);
                     "started\n"
                 }
+                "IDE-CONTROL restart-ide" => {
+                    world.ide.signal(nix::sys::signal::Signal::SIGKILL);
+                    world
+                        .ide
+                        .wait_exit(WAIT)
+                        .await
+                        .expect("ide exits on SIGKILL");
+                    world.ide = IdeProcess::spawn(
+                        &[
+                            "--url",
+                            &url,
+                            "--config",
+                            &world.config.display().to_string(),
+                        ],
+                        &[("RUST_LOG", "info")],
+                    );
+                    let e = engine.as_ref().expect("the engine runs");
+                    assert!(
+                        e.wait_for_function("ide::ui-content", WAIT).await.is_some(),
+                        "the new ide did not register:\n{}",
+                        world.ide.logs()
+                    );
+                    "restarted\n"
+                }
                 _ => continue,
             };
             stdin
@@ -389,7 +473,7 @@ async fn console_page_survives_an_engine_restart() {
     eprintln!("{output}");
     assert!(
         status.success(),
-        "restart suite failed ({status}):\n{output}\nide logs:\n{}",
+        "{file} failed ({status}):\n{output}\nide logs:\n{}",
         world.ide.logs()
     );
 }

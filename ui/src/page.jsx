@@ -11,6 +11,8 @@ import { storage } from "./storage.js";
 import { Terminals } from "./terminal/terminals.js";
 import { JobFeed } from "./ops/feed.js";
 import { TurnsStore } from "./models/turns.js";
+import { makeCardRenderer } from "./cards/cards.jsx";
+import { registerCardRenderer } from "./cards/register.js";
 
 /**
  * @param {any} host
@@ -37,12 +39,15 @@ export default function setup(host) {
   } else {
     console.error("ide: this console has no host.pages registrar; the IDE page is not shown");
   }
+  // chat cards for ide's own calls, through whichever registrar this console has
+  const cards = registerCardRenderer(host, makeCardRenderer({ host, api: app.api }));
+  offs.push(cards.off);
   return () => {
     for (const off of offs.splice(0).reverse()) {
       try {
         off();
       } catch (e) {
-        console.error("ide: unregistering the page failed", e);
+        console.error("ide: unregistering failed", e);
       }
     }
     app.terminals.dispose();

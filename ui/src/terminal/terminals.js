@@ -16,7 +16,7 @@ import { FitAddon } from "@xterm/addon-fit";
 import { SearchAddon } from "@xterm/addon-search";
 import { WebLinksAddon } from "@xterm/addon-web-links";
 import { PtyRouter } from "./router.js";
-import { clampFont, loadFontSize, loadLeases, saveFontSize, saveLeases } from "./leases.js";
+import { arrange, clampFont, loadFontSize, loadLayout, loadLeases, saveFontSize, saveLayout, saveLeases } from "./leases.js";
 
 /** How often the orphan list refreshes while someone looks at it. */
 export const ORPHAN_POLL_MS = 3000;
@@ -44,6 +44,11 @@ function latin1(s) {
   const out = new Uint8Array(s.length);
   for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i) & 0xff;
   return out;
+}
+
+/** ide is not on the bus right now (its functions are gone, or the tab's connection is). @param {any} e */
+export function isAway(e) {
+  return e?.code === "function_not_found" || e?.code === "disconnected";
 }
 
 /** A lost lease: the worker no longer knows the session or these credentials. @param {any} e */
@@ -397,7 +402,12 @@ export class TermPane {
           await this.owner.api.call("shell::pty::resize", { session_id: this.lease.session_id, access_key: this.lease.access_key, ...size });
           this.sizeSent = size;
         } catch (e) {
-          this.failed(e);
+          // ide is off the bus for a moment (an engine restart): the size waits for the next
+          // resize or the re-attach, which carries the terminal's size anyway
+          if (isAway(e)) {
+            this.pendingSize ??= size;
+            this.sizeSent = null;
+          } else this.failed(e);
           break;
         }
       }
@@ -484,6 +494,8 @@ export class Terminals {
     /** @type {null | {code: string, message: string}} */
     this.orphanError = null;
     this.restored = false;
+    /** The layout last written to storage (JSON), so an unchanged one is not written again. */
+    this.layoutSaved = "";
     this.disposed = false;
     /** @type {Array<() => void>} */
     this.cleanups = [];
@@ -507,17 +519,31 @@ export class Terminals {
 
   notify() {
     this.version += 1;
+    this.rememberLayout();
     for (const fn of [...this.listeners]) fn();
   }
 
-  /** The panes the browser's leases name, once per load. */
+  /** The layout goes to storage on every change (once restored: before, it is what restore reads). */
+  rememberLayout() {
+    if (!this.restored || this.disposed) return;
+    const layout = { order: this.panes.map((p) => p.id), active: this.active, split: this.split };
+    const key = JSON.stringify(layout);
+    if (key === this.layoutSaved) return;
+    this.layoutSaved = key;
+    saveLayout(layout);
+  }
+
+  /** The panes the browser's leases name, once per load, in the stored layout. */
   restore() {
     if (this.restored || this.disposed) return;
     this.restored = true;
-    for (const lease of loadLeases()) {
+    const { leases, active, split } = arrange(loadLeases(), loadLayout());
+    for (const lease of leases) {
       if (this.panes.some((p) => p.id === lease.pane)) continue;
       this.panes.push(new TermPane(this, { kind: "attach", lease }));
     }
+    if (!this.active && active) this.active = active;
+    if (!this.split && split && split !== this.active) this.split = split;
     if (!this.active && this.panes.length) this.active = this.panes[0].id;
     this.notify();
   }

@@ -35,14 +35,14 @@ export async function launch() {
   const consoleErrors = [];
   const hostUrl = `${host.url}/?engine=${encodeURIComponent(env.engine)}`;
 
-  /** Open the host page and wait until the page module is set up. */
-  const openPage = async () => {
+  /** Open the host page (`query`: more of its parameters, `&view=chat`) and wait until the page module is set up. */
+  const openPage = async (query = "") => {
     const page = await context.newPage();
     page.on("console", (m) => {
       if (m.type() === "error") consoleErrors.push(m.text());
     });
     page.on("pageerror", (e) => consoleErrors.push(String(e)));
-    await page.goto(hostUrl);
+    await page.goto(hostUrl + query);
     await page.waitForFunction(() => /** @type {any} */ (window).__host?.booted !== undefined);
     await page.evaluate(() => /** @type {any} */ (window).__host.booted);
     return page;
@@ -57,11 +57,26 @@ export async function launch() {
   const outside = (fn, payload) =>
     callerPage.evaluate(([f, p]) => /** @type {any} */ (window).caller.trigger(f, p, { timeoutMs: 30000 }), [fn, payload]);
 
+  /**
+   * The same call, settled in the caller's page: `{output}` or `{error}` as the
+   * engine answered (the wire error object, not a serialized Error).
+   * @param {string} fn @param {any} payload @returns {Promise<{output?: any, error?: any}>}
+   */
+  const outsideSettled = (fn, payload) =>
+    callerPage.evaluate(
+      ([f, p]) =>
+        /** @type {any} */ (window).caller.trigger(f, p, { timeoutMs: 30000 }).then(
+          (/** @type {any} */ output) => ({ output }),
+          (/** @type {any} */ error) => ({ error: error instanceof Error ? { name: error.name, message: error.message } : error }),
+        ),
+      [fn, payload],
+    );
+
   const close = async () => {
     await browser.close();
     await host.close();
   };
-  return { browser, context, openPage, outside, close, consoleErrors };
+  return { browser, context, openPage, outside, outsideSettled, close, consoleErrors };
 }
 
 /** A row of the explorer tree. @param {import("playwright-core").Page} page @param {string} abs */

@@ -158,6 +158,60 @@ describe("the ide terminal panes", () => {
     await find.press("Escape");
   });
 
+  test("a reload brings the tabs back in their order, with the active pane and the split beside it", async () => {
+    const first = await page.locator(".ide-term-pane .ide-term-screen").getAttribute("data-session");
+    await page.getByRole("button", { name: "New terminal" }).click();
+    await page.locator(".ide-term-tab").nth(1).waitFor(T);
+    await pane(page, "live").waitFor(T);
+    await typeIn(page, "echo second-tab\n");
+    await waitLine(page, /^second-tab$/);
+    await page.getByRole("button", { name: "Split" }).click();
+    await page.locator(`${SPLIT}[data-status="live"]`).waitFor(T);
+    await typeIn(page, "echo split-side\n", SPLIT);
+    await waitLine(page, /^split-side$/, 15_000, SPLIT);
+    // the layout as it is: three tabs, the second active on the left, the third beside it
+    const layout = () =>
+      page.evaluate(() => ({
+        tabs: [...document.querySelectorAll(".ide-term-tab")].map((t) => /** @type {HTMLElement} */ (t).dataset.pane),
+        active: /** @type {HTMLElement | null} */ (document.querySelector(".ide-term-tab.active"))?.dataset.pane,
+        split: /** @type {HTMLElement | null} */ (document.querySelector(".ide-term-tab.split"))?.dataset.pane,
+        sessions: [...document.querySelectorAll(".ide-term-body > .ide-term-pane .ide-term-screen")].map((e) => /** @type {HTMLElement} */ (e).dataset.session),
+      }));
+    const before = await layout();
+    assert.equal(before.tabs.length, 3);
+    assert.equal(before.active, before.tabs[1]);
+    assert.equal(before.split, before.tabs[2]);
+    assert.equal(before.sessions.length, 2);
+    // the leases are rewritten as frames arrive, so their stored order is no longer the tabs' order
+    await typeIn(page, "echo left-again\n");
+    await waitLine(page, /^left-again$/);
+
+    await page.reload();
+    await page.evaluate(() => /** @type {any} */ (window).__host.booted);
+    await page.locator(`.ide-term-body > .ide-term-pane:nth-child(1)[data-status="live"]`).waitFor(T);
+    await page.locator(`${SPLIT}[data-status="live"]`).waitFor(T);
+    assert.deepEqual(await layout(), before);
+    // both sides are their own shells still, with their screens back
+    await waitLine(page, /^left-again$/);
+    await waitLine(page, /^split-side$/, 15_000, SPLIT);
+    await typeIn(page, "echo after-layout-reload\n", SPLIT);
+    await waitLine(page, /^after-layout-reload$/, 15_000, SPLIT);
+    await screenshot(page, "terminal-layout-restored-light");
+
+    // back to the one first pane for the steps after this one
+    const [, second, third] = before.tabs;
+    const ids = before.sessions;
+    await page.locator(`.ide-term-tab[data-pane="${third}"] .ide-close`).click();
+    await page.locator(`.ide-term-tab[data-pane="${second}"] .ide-close`).click();
+    await page.waitForFunction(() => document.querySelectorAll(".ide-term-tab").length === 1 && document.querySelectorAll(".ide-term-pane").length === 1);
+    for (const id of ids) await sessionGone(b, id ?? null);
+    // the first tab was not shown since the reload: it attaches now
+    await pane(page, "live").waitFor(T);
+    assert.equal(await page.locator(".ide-term-pane .ide-term-screen").getAttribute("data-session"), first);
+    await typeIn(page, "echo first-again\n");
+    await waitLine(page, /^first-again$/);
+  });
+
   test("a reload mid-output re-attaches by the lease and continues exactly", async () => {
     const N = 600;
     await typeIn(page, `clear; for i in $(seq 1 ${N}); do echo line-$i; sleep 0.005; done; echo END-MARK\n`);

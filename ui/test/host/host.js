@@ -3,7 +3,12 @@
 // worker's content function (ide::ui-content), import the script as an ES
 // module (react resolves through this page's import map), call setup(host),
 // render registered pages inside the data-iii-ui scope wrapper, dispose on
-// reload. Test-host code only.
+// reload. Function-call renderers register through host.functionCalls (the
+// draft's name) or, with ?registrar=functionTriggers, the shipped console's;
+// ?view=chat shows the calls given to window.__host.showCalls the way the
+// console's FunctionCallCard does (injected renderers first, first non-null
+// wins, inside the scope wrapper and an error chip; the JSON default
+// otherwise). Test-host code only.
 
 import * as React from "react";
 import { createRoot } from "react-dom/client";
@@ -12,6 +17,14 @@ import { connect } from "./iii-client.js";
 const h = React.createElement;
 const params = new URLSearchParams(location.search);
 const engineUrl = params.get("engine");
+// which name the chat-card registrar has: the draft's functionCalls (default) or the shipped console's functionTriggers
+const registrarName = params.get("registrar") === "functionTriggers" ? "functionTriggers" : "functionCalls";
+// "chat": render function calls (window.__host.showCalls) instead of the page
+const view = params.get("view") ?? "page";
+/** Faults the tests switch on: a host component that throws while rendering. */
+const faults = { badge: false };
+/** Every host.iii.trigger call a script made: {id, job_id}. */
+const triggered = [];
 const browserId = `console-${crypto.randomUUID()}`;
 const client = connect(engineUrl, browserId);
 
@@ -34,6 +47,8 @@ const pages = new Map();
 const pageListeners = new Set();
 const notifyPages = () => pageListeners.forEach((fn) => fn());
 let pagesVersion = 0;
+const renderers = [];
+let renderersVersion = 0;
 
 function makeHost(path) {
   const cleanups = [];
@@ -46,7 +61,10 @@ function makeHost(path) {
     path,
     iii: {
       browserId,
-      trigger: (id, payload, options) => client.trigger(id, payload, options),
+      trigger: (id, payload, options) => {
+        triggered.push({ id, job_id: payload?.job_id ?? null });
+        return client.trigger(id, payload, options);
+      },
       on: (id, handler) => track(client.registerFunction(`${id}::${browserId}`, handler, { internal: true })),
       registerTrigger: (input) => track(client.registerTrigger(input)),
       addConnectionStateListener: (fn) => track(client.addConnectionStateListener(fn)),
@@ -55,7 +73,10 @@ function makeHost(path) {
       // stand-ins with the console's prop names (variant, size)
       Button: ({ variant = "default", size = "default", className = "", ...rest }) =>
         h("button", { type: "button", ...rest, className: `host-button ${variant} ${size} ${className}`.trim() }),
-      Badge: (props) => h("span", { ...props, className: "host-badge" }),
+      Badge: (props) => {
+        if (faults.badge) throw new Error("host Badge failed (a fault the test switched on)");
+        return h("span", { ...props, className: "host-badge" });
+      },
     },
     useTheme,
     pages: {
@@ -72,7 +93,22 @@ function makeHost(path) {
         });
       },
     },
-    functionCalls: { register: () => () => {} },
+    [registrarName]: {
+      register(renderer) {
+        const entry = { renderer, scope: path.split("/")[0] };
+        renderers.push(entry);
+        renderersVersion += 1;
+        notifyPages();
+        return track(() => {
+          const i = renderers.indexOf(entry);
+          if (i >= 0) {
+            renderers.splice(i, 1);
+            renderersVersion += 1;
+            notifyPages();
+          }
+        });
+      },
+    },
     slots: { register: () => () => {} },
     configForms: { register: () => () => {} },
   };
@@ -120,6 +156,66 @@ function dispose(path) {
   }
 }
 
+// ─── function calls (the console's FunctionCallCard dispatch) ───
+class HostBoundary extends React.Component {
+  constructor(props) {
+    super(props);
+    this.state = { error: null };
+  }
+  static getDerivedStateFromError(error) {
+    return { error };
+  }
+  render() {
+    if (this.state.error) return h("span", { className: "host-chip", "data-host-chip": this.props.path }, `${this.props.path} failed: ${this.state.error.message}`);
+    return this.props.children;
+  }
+}
+
+/** Injected renderers first (registration order), first non-null wins; else the JSON default. */
+function FunctionCallCard({ message }) {
+  for (const { renderer, scope } of renderers) {
+    if (!renderer.isMatch(message.functionId)) continue;
+    const node = message.running ? (renderer.tryRenderRunning ? renderer.tryRenderRunning(message) : null) : renderer.tryRender(message);
+    if (node == null) continue;
+    return h(
+      HostBoundary,
+      { path: `${scope}/page.js` },
+      h("div", { "data-iii-ui": scope, "data-renderer": renderer.id, style: { display: "contents" } }, node),
+    );
+  }
+  let text;
+  try {
+    text = JSON.stringify(message.output ?? message.error ?? null, null, 2);
+  } catch {
+    text = String(message.output);
+  }
+  return h("pre", { className: "host-json", "data-host-default": "" }, text ?? "undefined");
+}
+
+let calls = [];
+let callsVersion = 0;
+function Chat() {
+  React.useSyncExternalStore(
+    (fn) => {
+      pageListeners.add(fn);
+      return () => pageListeners.delete(fn);
+    },
+    () => `${callsVersion}:${renderersVersion}`,
+  );
+  return h(
+    "div",
+    { className: "host-chat" },
+    calls.map((c) =>
+      h(
+        "div",
+        { key: c.key, className: "host-call", "data-call": c.key },
+        h("div", { className: "host-call-label" }, c.key),
+        h(FunctionCallCard, { message: c.message }),
+      ),
+    ),
+  );
+}
+
 // ─── shell ───
 function Shell() {
   React.useSyncExternalStore(
@@ -146,7 +242,7 @@ async function boot() {
   await client.ready();
   await loadStyle("ide/styles.css");
   await loadScript("ide/page.js");
-  createRoot(document.getElementById("app")).render(h(React.StrictMode, null, h(Shell)));
+  createRoot(document.getElementById("app")).render(h(React.StrictMode, null, h(view === "chat" ? Chat : Shell)));
 }
 
 window.__host = {
@@ -164,4 +260,14 @@ window.__host = {
   dispose: () => dispose("ide/page.js"),
   counts: () => client.counts(),
   pages: () => [...pages.keys()],
+  /** The chat view's calls: [{key, message}] (a FunctionCallMessage each). */
+  showCalls: (list) => {
+    calls = list;
+    callsVersion += 1;
+    notifyPages();
+  },
+  renderers: () => renderers.map((r) => r.renderer.id),
+  registrar: registrarName,
+  triggered: () => triggered.slice(),
+  faults,
 };

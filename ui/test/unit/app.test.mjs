@@ -136,3 +136,39 @@ test("the built bundle's setup registers the ide page and its teardown disposes 
   assert.equal(h.handlers.size, 0);
   assert.equal(h.triggers.size, 0);
 });
+
+test("the built bundle registers one chat-card renderer, through either registrar name, and its teardown removes it", async () => {
+  const { readdirSync, readFileSync } = await import("node:fs");
+  const { renderToStaticMarkup } = await import("react-dom/server");
+  const dir = new URL("../fixtures/cards/", import.meta.url);
+  for (const name of ["functionTriggers", "functionCalls"]) {
+    const h = fakeHost();
+    /** @type {any[]} */
+    const renderers = [];
+    const teardown = setup({
+      iii: h.iii,
+      pages: { register: () => () => {} },
+      [name]: {
+        register: (/** @type {any} */ r) => {
+          renderers.push(r);
+          return () => renderers.splice(renderers.indexOf(r), 1);
+        },
+      },
+    });
+    assert.equal(renderers.length, 1, name);
+    const r = renderers[0];
+    assert.equal(r.id, "ide/page.js#cards");
+    assert.ok(r.isMatch("coder::update-file") && r.isMatch("shell::exec_bg") && !r.isMatch("coder::tree"));
+    // every recorded call renders (on the server: no error boundary there, so a throw would surface)
+    for (const f of readdirSync(dir).filter((x) => x.endsWith(".json"))) {
+      const message = JSON.parse(readFileSync(new URL(f, dir), "utf8"));
+      const node = r.tryRender(message);
+      assert.ok(node, f);
+      const html = renderToStaticMarkup(node);
+      assert.match(html, /data-ide-card="/, f);
+    }
+    assert.equal(r.tryRender({ functionId: "shell::exec", output: { stdout: 1 } }), null);
+    teardown();
+    assert.equal(renderers.length, 0, name);
+  }
+});
