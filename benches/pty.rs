@@ -32,12 +32,18 @@ const WAIT: Duration = Duration::from_secs(120);
 /// CPU seconds (user + system) a process has used so far.
 fn cpu_secs(pid: u32) -> f64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // fields after the parenthesised name: utime and stime are the 12th and 13th
+    // after the parenthesised name: state, ppid, …; utime and stime are
+    // fields 14 and 15 of the line, 11 and 12 here
     let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|x| x.parse().ok())
+        .collect();
     // SAFETY: sysconf reads a constant of the running system.
     let ticks = unsafe { nix::libc::sysconf(nix::libc::_SC_CLK_TCK) }.max(1) as f64;
-    f.get(10..12).map_or(0.0, |t| (t[0] + t[1]) as f64 / ticks)
+    f.iter().sum::<u64>() as f64 / ticks
 }
 
 fn rss_kib(pid: u32) -> u64 {
