@@ -100,13 +100,17 @@ pub fn rename(from: &Resolved, to: &Resolved, clobber: Clobber) -> std::io::Resu
 /// The current body of the regular file a parent entry names, for the
 /// journal (none when absent or not a regular file).
 fn image_at(cap: &journal::Capture, at: &Parent) -> Option<journal::Image> {
+    let (file, mode) = current_file(at)?;
+    cap.image_of(&file, mode)
+}
+
+/// The regular file a parent entry names, opened, with its mode.
+fn current_file(at: &Parent) -> Option<(std::fs::File, u32)> {
     let fd = at.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0).ok()?;
     let file = std::fs::File::from(fd);
     let md = file.metadata().ok()?;
-    if !md.is_file() {
-        return None;
-    }
-    cap.image_of(&file, md.permissions().mode() & 0o7777)
+    md.is_file()
+        .then(|| (file, md.permissions().mode() & 0o7777))
 }
 
 /// Remove a non-directory entry (a symlink itself, never its target),
@@ -257,17 +261,6 @@ struct SealedImages {
     after: Option<journal::Image>,
 }
 
-impl SealedImages {
-    /// Whether a body still has to reach the disk (the store held neither
-    /// otherwise, and no second thread is needed).
-    fn pending(&self) -> bool {
-        [&self.before, &self.after]
-            .into_iter()
-            .flatten()
-            .any(journal::Image::is_pending)
-    }
-}
-
 impl Staged {
     /// Start a replacement of `target` (which may not exist yet; its parent
     /// directory must).
@@ -355,42 +348,46 @@ impl Staged {
                 file.set_permissions(std::fs::Permissions::from_mode(mode))?;
             }
         }
-        let cap = self.hasher.take().and_then(|h| {
-            let cap = journal::capture()?;
-            let after = cap.image_of_new(&self.file, &h.finalize(), self.written, mode);
-            let before = image_at(&cap, &self.parent);
-            Some(SealedImages { cap, before, after })
-        });
-        match cap {
-            Some(mut images) if images.pending() => {
-                let bodies = std::thread::scope(|s| {
-                    let bodies = s.spawn(|| {
-                        for image in [&mut images.before, &mut images.after]
-                            .into_iter()
-                            .flatten()
-                        {
-                            image.flush_body()?;
-                        }
-                        Ok::<(), std::io::Error>(())
-                    });
-                    let own = self.file.sync_all();
-                    let bodies = bodies
-                        .join()
-                        .unwrap_or_else(|_| Err(std::io::Error::other("flush")));
-                    own.map(|()| bodies)
-                })?;
-                if let Err(e) = bodies {
-                    tracing::error!(error = %e, "change journal: a body did not reach the disk; the change is journaled without it");
-                    images.before = None;
-                    images.after = None;
+        let digest = self.hasher.take().map(|h| h.finalize());
+        let cap = digest.as_ref().and_then(|_| journal::capture());
+        let (Some(cap), Some(digest)) = (cap, digest) else {
+            self.file.sync_all()?;
+            return Ok(Sealed { stage: Some(self) });
+        };
+        // The journal's copies of the body being replaced and of the new
+        // one (when the store does not hold them) are written first, so the
+        // version's own fsync below commits their metadata with its own,
+        // and their data is flushed on a helper thread beside it.
+        let after = cap.image_of_new(&self.file, &digest, self.written, mode);
+        let before = image_at(&cap, &self.parent);
+        let pending = [&before, &after]
+            .into_iter()
+            .flatten()
+            .any(journal::Image::is_pending);
+        let (before, after) = if pending {
+            let flush = move || {
+                let mut images = (before, after);
+                let flushed = [&mut images.0, &mut images.1]
+                    .into_iter()
+                    .flatten()
+                    .try_for_each(journal::Image::flush_body);
+                flushed.map(|()| images)
+            };
+            let (flushed, own) = journal::beside::beside(flush, || self.file.sync_all());
+            own?;
+            match flushed {
+                Some(Ok(images)) => images,
+                failed => {
+                    let e = failed.and_then(Result::err);
+                    tracing::error!(error = ?e, "change journal: a body did not reach the disk; the change is journaled without it");
+                    (None, None)
                 }
-                self.sealed = Some(images);
             }
-            cap => {
-                self.file.sync_all()?;
-                self.sealed = cap;
-            }
-        }
+        } else {
+            self.file.sync_all()?;
+            (before, after)
+        };
+        self.sealed = Some(SealedImages { cap, before, after });
         Ok(Sealed { stage: Some(self) })
     }
 

@@ -12,6 +12,7 @@
 
 mod channels;
 mod config_sync;
+mod nodelay;
 mod ui;
 
 use crate::catalog::{Binding, Catalog, ConfigSource, Outbound, Services, TriggerProvider};
@@ -115,7 +116,7 @@ pub async fn serve(
     let ui = ui::UiBindings::default();
     ui.publish(&iii);
     tokio::select! {
-        _ = watch_reconnects(&iii, &services, &ui) => {}
+        _ = watch_reconnects(&iii, &opts.url, &services, &ui) => {}
         _ = &mut shutdown => {}
     }
     services.shutdown().await;
@@ -378,11 +379,37 @@ fn bind_config_trigger(iii: &IIIClient) {
 /// After the engine restarts it has lost our configuration schema (values
 /// survive, schemas do not) and we may have missed updates: re-register the
 /// schema and re-apply the authoritative value on every reconnect.
-async fn watch_reconnects(iii: &IIIClient, services: &Arc<Services>, ui: &ui::UiBindings) {
+///
+/// It also keeps `TCP_NODELAY` on the engine connections ([`nodelay`]):
+/// after every (re)connect, and every few seconds in between in case a
+/// reconnect fell between two looks.
+async fn watch_reconnects(
+    iii: &IIIClient,
+    url: &str,
+    services: &Arc<Services>,
+    ui: &ui::UiBindings,
+) {
     let mut was_connected = true;
+    let mut engine = Vec::new();
+    let mut tick = 0u64;
     loop {
-        tokio::time::sleep(Duration::from_millis(250)).await;
         let connected = iii.get_connection_state() == IIIConnectionState::Connected;
+        if connected && (tick % 20 == 0 || !was_connected) {
+            if engine.is_empty() {
+                if let Some((host, port)) = host_port(url) {
+                    engine = tokio::task::spawn_blocking(move || nodelay::resolve(&host, port))
+                        .await
+                        .unwrap_or_default();
+                }
+            }
+            let peers = engine.clone();
+            if let Ok(n) = tokio::task::spawn_blocking(move || nodelay::apply(&peers)).await {
+                if n > 0 {
+                    tracing::debug!(sockets = n, "TCP_NODELAY set on the engine connection");
+                }
+            }
+        }
+        tick += 1;
         if connected && !was_connected {
             tracing::info!("reconnected to the engine; re-confirming configuration");
             config_sync::reregister(iii).await;
@@ -396,6 +423,7 @@ async fn watch_reconnects(iii: &IIIClient, services: &Arc<Services>, ui: &ui::Ui
             }
         }
         was_connected = connected;
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 

@@ -29,6 +29,7 @@
 //! `turns.max_blob_bytes` bounds the blob store (oldest bodies go first;
 //! their changes stay listed with `diff_available: false`).
 
+pub mod beside;
 pub mod functions;
 
 use crate::error::Failure;
@@ -206,6 +207,10 @@ pub struct Journal {
     /// stamp, so the next change of the same file need not read and hash
     /// its old body again (bounded; any change of the inode bumps ctime).
     known: Mutex<HashMap<(u64, u64), (Stamp, Image)>>,
+    /// An unnamed file in `blobs/` opened ahead for the next new body:
+    /// creating one costs a commit's worth of metadata work, so it is done
+    /// on a helper thread after each use, not while a write waits.
+    spare: Arc<Mutex<Option<std::fs::File>>>,
 }
 
 /// What identifies one content of an inode.
@@ -431,6 +436,7 @@ impl Journal {
         Ok(Journal {
             root,
             known: Mutex::new(HashMap::new()),
+            spare: Arc::default(),
             state: Mutex::new(State {
                 log: Arc::new(log),
                 index,
@@ -463,31 +469,64 @@ impl Journal {
         self.root.path()
     }
 
+    /// The image of `file` when this journal saw its bytes last (it wrote
+    /// them, or stored them, and the file's stamp has not moved since) and
+    /// still holds them: no read.
+    fn known_image(&self, file: &std::fs::File, mode: u32) -> Option<Image> {
+        let (key, stamp) = stamp_of(file)?;
+        let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        let (s, img) = known.get(&key)?;
+        let still_held = img.blob.as_deref().is_none_or(|h| {
+            nix::sys::stat::fstatat(
+                self.state().blobs.as_fd(),
+                h,
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+            .is_ok()
+        });
+        if *s != stamp || !still_held {
+            return None;
+        }
+        let mut img = img.clone();
+        img.version.mode = mode;
+        img.pending = None;
+        Some(img)
+    }
+
     /// Store a body read from `file` (from its start) unless it is over
     /// `cap` (then only its version is known). Returns the image.
     fn store_file(&self, file: &std::fs::File, mode: u32, cap: u64) -> std::io::Result<Image> {
-        if let Some((key, stamp)) = stamp_of(file) {
-            let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((s, img)) = known.get(&key) {
-                let still_held = img.blob.as_deref().is_none_or(|h| {
-                    nix::sys::stat::fstatat(
-                        self.state().blobs.as_fd(),
-                        h,
-                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-                    )
-                    .is_ok()
-                });
-                if *s == stamp && still_held {
-                    let mut img = img.clone();
-                    img.version.mode = mode;
-                    img.pending = None;
-                    return Ok(img);
-                }
-            }
+        if let Some(img) = self.known_image(file, mode) {
+            return Ok(img);
         }
         let size = file.metadata()?.len();
         let keep = cap > 0 && size <= cap;
         self.copy_body(file, keep, None, mode)
+    }
+
+    /// The image of a new version whose hash and size the write layer took
+    /// as it wrote it, when no copy is needed: the store holds that body
+    /// already, or the body is over the cap (version only).
+    fn held_image(&self, digest: &[u8], size: u64, mode: u32, cap: u64) -> Option<Image> {
+        let revision = hex(digest);
+        let keep = cap > 0 && size <= cap;
+        let held = keep
+            && nix::sys::stat::fstatat(
+                self.state().blobs.as_fd(),
+                revision.as_str(),
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+            .is_ok();
+        (held || !keep).then(|| Image {
+            version: Version {
+                revision: revision.clone(),
+                size,
+                mode,
+                stored: held,
+            },
+            blob: held.then_some(revision),
+            pending: None,
+        })
     }
 
     /// Store the body of a new version whose hash and size the write layer
@@ -501,28 +540,10 @@ impl Journal {
         mode: u32,
         cap: u64,
     ) -> std::io::Result<Image> {
-        let revision = hex(digest);
-        let keep = cap > 0 && size <= cap;
-        let held = keep
-            && nix::sys::stat::fstatat(
-                self.state().blobs.as_fd(),
-                revision.as_str(),
-                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-            )
-            .is_ok();
-        if held || !keep {
-            return Ok(Image {
-                version: Version {
-                    revision: revision.clone(),
-                    size,
-                    mode,
-                    stored: held,
-                },
-                blob: held.then_some(revision),
-                pending: None,
-            });
+        if let Some(img) = self.held_image(digest, size, mode, cap) {
+            return Ok(img);
         }
-        self.copy_body(file, true, Some(revision), mode)
+        self.copy_body(file, true, Some(hex(digest)), mode)
     }
 
     /// Read `file` from its start, hashing it unless `known` names it
@@ -536,15 +557,7 @@ impl Journal {
     ) -> std::io::Result<Image> {
         let blobs = { nix::unistd::dup(self.state().blobs.as_fd())? };
         let mut tmp: Option<std::fs::File> = if keep {
-            Some(
-                nix::fcntl::openat(
-                    blobs.as_fd(),
-                    ".",
-                    OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
-                    nix::sys::stat::Mode::from_bits_truncate(0o600),
-                )?
-                .into(),
-            )
+            Some(self.blob_file(&blobs)?)
         } else {
             None
         };
@@ -582,6 +595,25 @@ impl Journal {
             blob: stored.then_some(revision),
             pending,
         })
+    }
+
+    /// An unnamed file in `blobs/` for a new body: the spare when there is
+    /// one (and another is opened on a helper thread), else a new one.
+    fn blob_file(&self, blobs: &OwnedFd) -> std::io::Result<std::fs::File> {
+        let spare = self.spare.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let (dir, slot) = (nix::unistd::dup(blobs.as_fd())?, self.spare.clone());
+        beside::detach(move || {
+            if let Ok(f) = unnamed_in(&dir) {
+                let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+                if slot.is_none() {
+                    *slot = Some(f);
+                }
+            }
+        });
+        match spare {
+            Some(f) => Ok(f),
+            None => unnamed_in(blobs),
+        }
     }
 
     /// Give a finished temp blob its hash name (unless one exists: dedupe).
@@ -882,6 +914,7 @@ impl Image {
 }
 
 /// What the write layer holds while a mutation is under way.
+#[derive(Clone)]
 pub struct Capture {
     scope: Scope,
     journal: Arc<Journal>,
@@ -1005,7 +1038,7 @@ impl Capture {
         from: Option<&Path>,
         before: Option<Image>,
         after: Option<Image>,
-        flush: impl FnOnce() + Send,
+        flush: impl FnOnce(),
     ) {
         let appended =
             self.journal
@@ -1019,12 +1052,8 @@ impl Capture {
             }
         };
         let log = self.journal.state().log.clone();
-        let synced = std::thread::scope(|s| {
-            let dirs = s.spawn(flush);
-            let synced = log.sync_data();
-            let _ = dirs.join();
-            synced
-        });
+        let (synced, ()) = beside::beside(move || log.sync_data(), flush);
+        let synced = synced.unwrap_or_else(|| Err(std::io::Error::other("flush helper lost")));
         if let Err(e) = synced {
             tracing::error!(path = %path.display(), error = %e, "change journal fdatasync failed");
             return;
@@ -1051,6 +1080,17 @@ enum Flush {
     Bodies,
     /// Nothing: the caller flushed the bodies already.
     Nothing,
+}
+
+/// A new unnamed file in `dir`, for a blob.
+fn unnamed_in(dir: &OwnedFd) -> std::io::Result<std::fs::File> {
+    Ok(nix::fcntl::openat(
+        dir.as_fd(),
+        ".",
+        OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )?
+    .into())
 }
 
 /// The kind of a write, from whether the target existed.

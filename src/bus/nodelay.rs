@@ -1,0 +1,123 @@
+//! `TCP_NODELAY` on this worker's own connections to the engine.
+//!
+//! The SDK (0.25) turns Nagle's algorithm off only when the engine
+//! advertises `tcp-nodelay` in its upgrade response, and the 0.23 engine
+//! never does. With Nagle on, a small frame that follows another one not yet
+//! acknowledged waits for the peer's delayed ACK (~40 ms): a terminal's
+//! keystroke echo sent right after the `write` call's answer stalls exactly
+//! so. The SDK does not hand out its socket, so the worker finds it the
+//! only way it can: among its own descriptors, the TCP sockets whose peer
+//! is the engine's address, and sets the option on them (idempotent,
+//! harmless to anything else on the socket). [`super::watch_reconnects`]
+//! runs this after every (re)connect and now and then in between.
+
+use nix::sys::socket::{SockaddrStorage, getpeername, getsockopt, setsockopt, sockopt};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// The addresses a `host:port` names (resolved once; a name that does not
+/// resolve gives none, and nothing is touched).
+pub fn resolve(host: &str, port: u16) -> Vec<SocketAddr> {
+    (host, port)
+        .to_socket_addrs()
+        .map(|a| a.collect())
+        .unwrap_or_default()
+}
+
+/// Set `TCP_NODELAY` on every TCP socket of this process connected to one
+/// of `peers`; returns how many did not have it yet.
+pub fn apply(peers: &[SocketAddr]) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    let mut set = 0;
+    for entry in dir.flatten() {
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // Only sockets (the link reads `socket:[inode]`).
+        let is_socket = std::fs::read_link(entry.path())
+            .map(|t| t.as_os_str().as_encoded_bytes().starts_with(b"socket:"))
+            .unwrap_or(false);
+        if !is_socket {
+            continue;
+        }
+        // SAFETY: the descriptor was open when listed. Should another thread
+        // close it (or reuse the number) meanwhile, the calls below fail or
+        // set an option that only affects a TCP socket's send timing.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        if getsockopt(&fd, sockopt::SockType) != Ok(nix::sys::socket::SockType::Stream) {
+            continue;
+        }
+        let Some(peer) = getpeername::<SockaddrStorage>(fd.as_raw_fd())
+            .ok()
+            .and_then(|a| socket_addr(&a))
+        else {
+            continue;
+        };
+        if !peers.iter().any(|p| same_peer(p, &peer)) {
+            continue;
+        }
+        if getsockopt(&fd, sockopt::TcpNoDelay) == Ok(false)
+            && setsockopt(&fd, sockopt::TcpNoDelay, &true).is_ok()
+        {
+            set += 1;
+        }
+    }
+    set
+}
+
+fn socket_addr(a: &SockaddrStorage) -> Option<SocketAddr> {
+    if let Some(v4) = a.as_sockaddr_in() {
+        return Some(SocketAddr::new(IpAddr::V4(v4.ip()), v4.port()));
+    }
+    if let Some(v6) = a.as_sockaddr_in6() {
+        return Some(SocketAddr::new(IpAddr::V6(v6.ip()), v6.port()));
+    }
+    None
+}
+
+/// Same port and same address, an IPv4-mapped IPv6 peer matching its IPv4.
+fn same_peer(want: &SocketAddr, got: &SocketAddr) -> bool {
+    let canon = |ip: IpAddr| match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    };
+    want.port() == got.port() && canon(want.ip()) == canon(got.ip())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn only_sockets_to_the_engine_get_nodelay() {
+        let engine = TcpListener::bind("127.0.0.1:0").unwrap();
+        let other = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to_engine = TcpStream::connect(engine.local_addr().unwrap()).unwrap();
+        let to_other = TcpStream::connect(other.local_addr().unwrap()).unwrap();
+        assert!(!to_engine.nodelay().unwrap());
+        let peers = resolve("127.0.0.1", engine.local_addr().unwrap().port());
+        assert!(apply(&peers) >= 1);
+        assert!(to_engine.nodelay().unwrap());
+        assert!(
+            !to_other.nodelay().unwrap(),
+            "a socket to another peer is left alone"
+        );
+        assert_eq!(apply(&peers), 0, "already set: nothing to do");
+    }
+
+    #[test]
+    fn mapped_addresses_match_their_ipv4() {
+        let v4: SocketAddr = "127.0.0.1:80".parse().unwrap();
+        let mapped: SocketAddr = "[::ffff:127.0.0.1]:80".parse().unwrap();
+        assert!(same_peer(&v4, &mapped));
+        assert!(!same_peer(&v4, &"127.0.0.1:81".parse().unwrap()));
+        assert!(resolve("no such host.invalid", 1).is_empty());
+    }
+}
