@@ -156,6 +156,31 @@ impl Ring {
         out
     }
 
+    /// The capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// The bytes of every held frame numbered above `after`, in order, as
+    /// the one or two halves of the buffer they lie in.
+    pub fn bytes_after(&self, after: u64) -> (&[u8], &[u8]) {
+        let (a, b) = self.bytes.as_slices();
+        let Some(first) = self.first_seq() else {
+            return (&[], &[]);
+        };
+        let i =
+            usize::try_from(after.saturating_add(1).saturating_sub(first)).unwrap_or(usize::MAX);
+        let Some(m) = self.frames.get(i) else {
+            return (&[], &[]);
+        };
+        let at = (m.start - self.front) as usize;
+        if at < a.len() {
+            (&a[at..], b)
+        } else {
+            (&b[at - a.len()..], &[])
+        }
+    }
+
     /// The frame numbered `seq`, if still held.
     pub fn get(&self, seq: u64) -> Option<Frame> {
         let first = self.first_seq()?;
@@ -278,6 +303,13 @@ mod tests {
             }
             let all: Vec<u64> = r.after(first - 1).frames.iter().map(|f| f.seq).collect();
             assert_eq!(all, (first..=i).collect::<Vec<_>>());
+            // the bytes after any held frame, joined, are those frames' bytes
+            for after in first - 1..=i {
+                let (a, b) = r.bytes_after(after);
+                let want: Vec<u8> = (after + 1..=i).flat_map(frame).collect();
+                assert_eq!([a, b].concat(), want, "bytes after {after} at {i}");
+            }
         }
+        assert_eq!(r.bytes_after(500), (&[][..], &[][..]));
     }
 }

@@ -5,7 +5,9 @@
 //! - the **reader** waits on the master under `AsyncFd`, coalesces reads into
 //!   frames (up to [`FRAME_MAX`]; the first bytes after a quiet spell, or
 //!   while the console has nothing in flight, go out at once, a burst lingers up to [`LINGER`] to fill a frame), holds back a
-//!   cut UTF-8 character, feeds the screen emulator and the ring. While
+//!   cut UTF-8 character, and appends to the ring; the screen emulator is
+//!   fed from the ring in batches ([`SCREEN_BATCH`]) and before anything
+//!   reads it. While
 //!   someone is attached and [`WINDOW`] frames are undelivered it stops
 //!   reading (the program then blocks on its own writes; input, Ctrl+C
 //!   included, still gets through). Detached, it reads on and the ring evicts.
@@ -51,6 +53,11 @@ const EXIT_DRAIN: Duration = Duration::from_millis(300);
 const DELIVERY_TIMEOUT_MS: u64 = 30_000;
 /// Failed deliveries in a row after which the target counts as gone.
 const MAX_FAILURES: u32 = 5;
+/// Output is emulated in batches of up to this many bytes (at most half
+/// the ring): the bulk-text shortcut's fixed cost (a screenful through the
+/// emulator) is then paid per batch rather than per frame. Whatever reads
+/// the screen catches up first.
+const SCREEN_BATCH: usize = 512 * 1024;
 /// A cut character held longer than this is sent anyway.
 const HOLD_MAX: Duration = Duration::from_millis(50);
 /// How long detach waits for a delivery in flight.
@@ -78,7 +85,12 @@ struct AttachMemo {
 
 struct State {
     ring: Ring,
+    /// Fed in batches: every frame up to `fed` went through it; read it
+    /// through [`State::screen`], which catches up first.
     screen: Screen,
+    fed: u64,
+    /// Bytes of the frames after `fed`.
+    unfed: usize,
     creds: Credentials,
     ui: Option<String>,
     target: Option<Attachment>,
@@ -217,6 +229,8 @@ impl Session {
             state: Mutex::new(State {
                 ring: Ring::new(start.ring_bytes),
                 screen: Screen::new(start.spec.cols, start.spec.rows),
+                fed: 0,
+                unfed: 0,
                 creds: Credentials::fresh()?,
                 ui: start.target.as_ref().map(|t| t.ui.clone()),
                 target: start.target.map(|t| Attachment {
@@ -337,12 +351,22 @@ impl Session {
     fn push(&self, data: &[u8], end: Option<End>) {
         {
             let mut st = self.st();
-            st.screen.process(data);
-            if end.is_some() {
+            // Frames not yet emulated are the newest ones and stay under
+            // half the ring, so the ring never evicts one before it is fed.
+            let batch = (st.ring.capacity() / 2).min(SCREEN_BATCH);
+            if st.unfed + data.len() > batch {
+                st.catch_up();
+            }
+            let ended = end.is_some();
+            if ended {
                 st.end = end.clone();
                 st.ended_at = Some(std::time::Instant::now());
             }
             st.ring.push(data, end);
+            st.unfed += data.len();
+            if ended {
+                st.catch_up();
+            }
         }
         self.bump();
     }
@@ -366,11 +390,11 @@ impl Session {
 
     /// Frames after `after` (a redraw of the current screen when the ring
     /// lost some of them), as of now.
-    fn replay(st: &State, after: u64, upto: u64) -> (Vec<(u64, Vec<u8>)>, bool) {
+    fn replay(st: &mut State, after: u64, upto: u64) -> (Vec<(u64, Vec<u8>)>, bool) {
         if st.ring.lost_after(after) {
             // One synthesized frame that redraws the screen as of the last
             // frame, numbered like it: live frames continue after it.
-            return (vec![(st.ring.last_seq(), st.screen.redraw())], true);
+            return (vec![(st.ring.last_seq(), st.screen().redraw())], true);
         }
         let frames = st
             .ring
@@ -386,7 +410,8 @@ impl Session {
     fn resize_locked(&self, st: &mut State, cols: u16, rows: u16) -> Result<(), Failure> {
         if (st.cols, st.rows) != (cols, rows) {
             spawn::set_size(self.master.get_ref().as_fd(), cols, rows)?;
-            st.screen.resize(cols, rows);
+            // what was printed at the old size is emulated at it
+            st.screen().resize(cols, rows);
             st.cols = cols;
             st.rows = rows;
         }
@@ -453,7 +478,7 @@ impl Session {
                 && creds::same(token, &memo.token_used)
             {
                 let (frames, truncated) =
-                    Self::replay(&st, memo.after_sequence, memo.next_sequence - 1);
+                    Self::replay(&mut st, memo.after_sequence, memo.next_sequence - 1);
                 return Ok(AttachOut {
                     creds: memo.creds,
                     cwd: self.cwd.clone(),
@@ -615,8 +640,8 @@ impl Session {
     }
 
     pub fn render(&self) -> (Rendered, u64) {
-        let st = self.st();
-        (st.screen.render(), st.ring.last_seq())
+        let mut st = self.st();
+        (st.screen().render(), st.ring.last_seq())
     }
 
     /// End the session's processes: HUP, TERM, then KILL to its group and
@@ -798,6 +823,25 @@ async fn read_loop(s: Arc<Session>) {
         },
     };
     s.push(&[], Some(end));
+}
+
+impl State {
+    /// Feed the emulator every frame it has not seen yet.
+    fn catch_up(&mut self) {
+        if self.fed < self.ring.last_seq() {
+            let (a, b) = self.ring.bytes_after(self.fed);
+            self.screen.process(a);
+            self.screen.process(b);
+            self.fed = self.ring.last_seq();
+            self.unfed = 0;
+        }
+    }
+
+    /// The emulator, up to date with every frame.
+    fn screen(&mut self) -> &mut Screen {
+        self.catch_up();
+        &mut self.screen
+    }
 }
 
 /// One delivery's outcome: `(epoch, sequence, result)`.
