@@ -790,16 +790,24 @@ async fn read_loop(s: Arc<Session>) {
                     Err(_) => { eof = true; continue; }
                 };
                 buf.reserve_exact(FRAME_MAX - buf.len());
-                let res = guard.try_io(|fd| read_spare(fd.get_ref(), &mut buf));
-                match res {
-                    Ok(Ok(0)) => eof = true,
-                    Ok(Ok(_)) => {
-                        eagain = false;
-                        frame_started.get_or_insert_with(Instant::now);
+                // Read until the master has nothing more (or the frame is
+                // full) before looking at anything else: a PTY hands out a
+                // few KiB per read.
+                loop {
+                    match guard.try_io(|fd| read_spare(fd.get_ref(), &mut buf)) {
+                        Ok(Ok(0)) => eof = true,
+                        Ok(Ok(_)) => {
+                            eagain = false;
+                            frame_started.get_or_insert_with(Instant::now);
+                            if buf.len() < FRAME_MAX {
+                                continue;
+                            }
+                        }
+                        // EIO: every holder of the slave side is gone
+                        Ok(Err(_)) => eof = true,
+                        Err(_would_block) => eagain = true,
                     }
-                    // EIO: every holder of the slave side is gone
-                    Ok(Err(_)) => eof = true,
-                    Err(_would_block) => eagain = true,
+                    break;
                 }
             }
             r = rx.changed() => { if r.is_err() { return; } }
