@@ -73,6 +73,11 @@ fn limit_malloc_arenas() {
     // SAFETY: called first thing in main, before any other thread exists.
     unsafe {
         nix::libc::mallopt(nix::libc::M_ARENA_MAX, 2);
+        // Blocks this large (a terminal's ring, a read of a big file) are
+        // mapped on their own and go back to the system when freed; glibc
+        // would otherwise raise this threshold after the first such free
+        // and serve them from an arena that does not shrink.
+        nix::libc::mallopt(nix::libc::M_MMAP_THRESHOLD, 256 * 1024);
     }
 }
 

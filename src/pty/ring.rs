@@ -79,9 +79,11 @@ impl Ring {
         }
         let need = self.bytes.len() + data.len();
         if need > self.bytes.capacity() {
-            // grow by doubling, but never past the capacity
-            let target = (self.bytes.capacity() * 2).clamp(need, self.cap.max(need));
-            self.bytes.reserve_exact(target - self.bytes.len());
+            // The whole capacity at once, not by doubling: pages cost memory
+            // only once written, and no outgrown halves are left behind in
+            // the allocator (a full ring is its capacity, nothing more).
+            self.bytes
+                .reserve_exact(self.cap.max(need) - self.bytes.len());
         }
         self.bytes.extend(data);
         self.last_seq += 1;
