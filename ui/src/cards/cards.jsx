@@ -194,14 +194,18 @@ function More({ count, what = "line" }) {
   );
 }
 
-// ─── coder::update-file ───
+// ─── coder::update-file and coder::create-file: one entry per file ───
 
-/** @param {{m: any, host: any}} props */
-function UpdateCard({ m, host }) {
+/**
+ * A batch of per-file results: a head naming the file (or the count), and
+ * each file's success body or its own error.
+ * @param {{m: any, host: any, fn: string, kind: string, body: (f: any) => any}} props
+ */
+function FilesCard({ m, host, fn, kind, body }) {
   const title = m.files.length === 1 ? <PathLabel path={m.files[0].path} /> : `${m.files.length} files`;
   return (
-    <div className="ide-card" data-ide-card="update">
-      <Head fn="coder::update-file" title={title}>
+    <div className="ide-card" data-ide-card={kind}>
+      <Head fn={fn} title={title}>
         {m.failed > 0 && (
           <Tag host={host} tone="danger">
             {m.failed} failed
@@ -215,91 +219,85 @@ function UpdateCard({ m, host }) {
               <PathLabel path={f.path} />
             </div>
           )}
-          {f.success ? (
-            <>
-              <div className="ide-card-meta">
-                {f.applied} op{f.applied === 1 ? "" : "s"} applied · {f.newLineCount} lines
-                {!f.changed && (
-                  <>
-                    {" · "}
-                    <Tag host={host} tone="warn">
-                      unchanged
-                    </Tag>
-                  </>
-                )}
-                {f.changeId && (
-                  <span className="ide-card-id" title={f.revision ? `revision ${f.revision}` : undefined}>
-                    change {f.changeId}
-                  </span>
-                )}
-              </div>
-              {f.echoes.map((/** @type {any} */ e, /** @type {number} */ k) => (
-                <div key={k} className="ide-card-echo" data-op={e.opIndex}>
-                  <div className="ide-card-op">
-                    {e.op.label}
-                    {e.totalReplacements != null && (
-                      <span className="ide-muted">
-                        {" "}
-                        · {e.totalReplacements} replacement{e.totalReplacements === 1 ? "" : "s"}
-                      </span>
-                    )}
-                  </div>
-                  <CodeRows rows={e.rows} />
-                </div>
-              ))}
-              {f.echoes.length === 0 && f.ops.length > 0 && <div className="ide-card-op">{f.ops.map((/** @type {any} */ o) => o.label).join(" · ")}</div>}
-              {f.echoesTruncated && <div className="ide-card-more">echoes truncated (the echo budget ran out); coder::read-file shows the whole result</div>}
-            </>
-          ) : (
-            <EntryError error={f.error} />
-          )}
+          {f.success ? body(f) : <EntryError error={f.error} />}
         </div>
       ))}
     </div>
   );
 }
 
-// ─── coder::create-file ───
-
 /** @param {{m: any, host: any}} props */
-function CreateCard({ m, host }) {
-  const title = m.files.length === 1 ? <PathLabel path={m.files[0].path} /> : `${m.files.length} files`;
+function UpdateCard({ m, host }) {
   return (
-    <div className="ide-card" data-ide-card="create">
-      <Head fn="coder::create-file" title={title}>
-        {m.failed > 0 && (
-          <Tag host={host} tone="danger">
-            {m.failed} failed
-          </Tag>
-        )}
-      </Head>
-      {m.files.map((/** @type {any} */ f, /** @type {number} */ i) => (
-        <div key={i} className={`ide-card-file${f.success ? "" : " failed"}`} data-path={f.path}>
-          {m.files.length > 1 && (
-            <div className="ide-card-file-head">
-              <PathLabel path={f.path} />
-            </div>
-          )}
-          {f.success ? (
-            <>
-              <div className="ide-card-meta">
-                {f.overwrite ? "written" : "created"}
-                {f.bytesWritten != null && <> · {bytes(f.bytesWritten)}</>}
-                {f.changeId && (
-                  <span className="ide-card-id" title={f.revision ? `revision ${f.revision}` : undefined}>
-                    change {f.changeId}
+    <FilesCard
+      m={m}
+      host={host}
+      fn="coder::update-file"
+      kind="update"
+      body={(f) => (
+        <>
+          <div className="ide-card-meta">
+            {f.applied} op{f.applied === 1 ? "" : "s"} applied · {f.newLineCount} lines
+            {!f.changed && (
+              <>
+                {" · "}
+                <Tag host={host} tone="warn">
+                  unchanged
+                </Tag>
+              </>
+            )}
+            {f.changeId && (
+              <span className="ide-card-id" title={f.revision ? `revision ${f.revision}` : undefined}>
+                change {f.changeId}
+              </span>
+            )}
+          </div>
+          {f.echoes.map((/** @type {any} */ e, /** @type {number} */ k) => (
+            <div key={k} className="ide-card-echo" data-op={e.opIndex}>
+              <div className="ide-card-op">
+                {e.op.label}
+                {e.totalReplacements != null && (
+                  <span className="ide-muted">
+                    {" "}
+                    · {e.totalReplacements} replacement{e.totalReplacements === 1 ? "" : "s"}
                   </span>
                 )}
               </div>
-              {f.lines.length > 0 && <CodeRows rows={f.lines.map((/** @type {string} */ text, /** @type {number} */ k) => ({ kind: "line", line: k + 1, text, added: true }))} />}
-              <More count={f.more} />
-            </>
-          ) : (
-            <EntryError error={f.error} />
-          )}
-        </div>
-      ))}
-    </div>
+              <CodeRows rows={e.rows} />
+            </div>
+          ))}
+          {f.echoes.length === 0 && f.ops.length > 0 && <div className="ide-card-op">{f.ops.map((/** @type {any} */ o) => o.label).join(" · ")}</div>}
+          {f.echoesTruncated && <div className="ide-card-more">echoes truncated (the echo budget ran out); coder::read-file shows the whole result</div>}
+        </>
+      )}
+    />
+  );
+}
+
+/** @param {{m: any, host: any}} props */
+function CreateCard({ m, host }) {
+  return (
+    <FilesCard
+      m={m}
+      host={host}
+      fn="coder::create-file"
+      kind="create"
+      body={(f) => (
+        <>
+          <div className="ide-card-meta">
+            {f.overwrite ? "written" : "created"}
+            {f.bytesWritten != null && <> · {bytes(f.bytesWritten)}</>}
+            {f.changeId && (
+              <span className="ide-card-id" title={f.revision ? `revision ${f.revision}` : undefined}>
+                change {f.changeId}
+              </span>
+            )}
+          </div>
+          {f.lines.length > 0 && <CodeRows rows={f.lines.map((/** @type {string} */ text, /** @type {number} */ k) => ({ kind: "line", line: k + 1, text, added: true }))} />}
+          <More count={f.more} />
+        </>
+      )}
+    />
   );
 }
 

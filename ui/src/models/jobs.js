@@ -1,3 +1,4 @@
+import { Store } from "./store.js";
 // The jobs pane's state: `shell::list` summaries, live from an unfiltered
 // `shell::job-finished` binding. Deliveries are unordered and may repeat, and
 // a list answer can be older than an event that came after it was asked
@@ -46,9 +47,10 @@ export function duration(ms) {
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
-export class JobsStore {
+export class JobsStore extends Store {
   /** @param {(id: string, payload: any) => Promise<any>} call */
   constructor(call) {
+    super();
     this.call = call;
     /** @type {Map<string, JobSummary>} */
     this.jobs = new Map();
@@ -64,31 +66,9 @@ export class JobsStore {
     this.detailError = null;
     /** @type {null | {job_id: string, text: string}} */
     this.note = null;
-    this.version = 0;
     /** The list read in flight. @type {Promise<void> | null} */
     this.reading = null;
     this.again = false;
-    /** @type {Set<() => void>} */
-    this.listeners = new Set();
-    this.subscribe = this.subscribe.bind(this);
-    this.snapshot = this.snapshot.bind(this);
-  }
-
-  /** @param {() => void} fn */
-  subscribe(fn) {
-    this.listeners.add(fn);
-    return () => {
-      this.listeners.delete(fn);
-    };
-  }
-
-  snapshot() {
-    return this.version;
-  }
-
-  changed() {
-    this.version += 1;
-    for (const fn of [...this.listeners]) fn();
   }
 
   /** Newest first. */

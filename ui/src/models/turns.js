@@ -1,3 +1,4 @@
+import { Store } from "./store.js";
 // The history pane's state: turns and their changes from shell::turns::list
 // (newest first, paged by its cursor) and the two-step revert — a dry run
 // that says what would be written and what conflicts, then, only on an
@@ -42,9 +43,10 @@ export function stepText(s) {
 /** @param {string | null | undefined} r */
 export const shortRev = (r) => (r ? r.slice(0, 12) : "absent");
 
-export class TurnsStore {
+export class TurnsStore extends Store {
   /** @param {(id: string, payload: any) => Promise<any>} call */
   constructor(call) {
+    super();
     this.call = call;
     /** @type {Turn[]} */
     this.turns = [];
@@ -62,28 +64,6 @@ export class TurnsStore {
     this.tail = Promise.resolve();
     /** @type {Promise<void> | null} */
     this.refreshQueued = null;
-    this.version = 0;
-    /** @type {Set<() => void>} */
-    this.listeners = new Set();
-    this.subscribe = this.subscribe.bind(this);
-    this.snapshot = this.snapshot.bind(this);
-  }
-
-  /** @param {() => void} fn */
-  subscribe(fn) {
-    this.listeners.add(fn);
-    return () => {
-      this.listeners.delete(fn);
-    };
-  }
-
-  snapshot() {
-    return this.version;
-  }
-
-  changed() {
-    this.version += 1;
-    for (const fn of [...this.listeners]) fn();
   }
 
   /**

@@ -6,13 +6,15 @@
 
 import { CallError } from "../api.js";
 import { gitArgs, parseStatus } from "../models/git.js";
+import { Store } from "../models/store.js";
 
 /** Worktree refreshes wait this long for a burst of changes to settle. */
 const SETTLE_MS = 250;
 
-export class GitRepo {
+export class GitRepo extends Store {
   /** @param {import("../api.js").Api} api @param {string} root */
   constructor(api, root) {
+    super();
     this.api = api;
     this.root = root;
     /** null: not asked yet; false: not a repository. @type {null | boolean} */
@@ -26,7 +28,6 @@ export class GitRepo {
     /** The last action's result, shown under the commit box. @type {null | string} */
     this.notice = null;
     this.busy = false;
-    this.version = 0;
     this.asked = 0;
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.timer = null;
@@ -34,27 +35,6 @@ export class GitRepo {
     this.shown = 0;
     /** A change arrived while no pane was shown. */
     this.stale = false;
-    /** @type {Set<() => void>} */
-    this.listeners = new Set();
-    this.subscribe = this.subscribe.bind(this);
-    this.snapshot = this.snapshot.bind(this);
-  }
-
-  /** @param {() => void} fn */
-  subscribe(fn) {
-    this.listeners.add(fn);
-    return () => {
-      this.listeners.delete(fn);
-    };
-  }
-
-  snapshot() {
-    return this.version;
-  }
-
-  changed() {
-    this.version += 1;
-    for (const fn of [...this.listeners]) fn();
   }
 
   /** Run git with `args` in the root; stdout, or a CallError with git's words. @param {string[]} args */
