@@ -2,7 +2,10 @@
 //! `ide call`, no engine needed) is killed at points spread over the time a
 //! write takes. Afterwards the file holds exactly the old bytes or exactly
 //! the new ones — never a mix, never a truncated file — and the directory
-//! shows no temporary name.
+//! shows no temporary name. The change journal opens and lists after every
+//! kill, and never names a change that did not happen: a kill that left the
+//! old bytes added no record, one that left the new bytes added at most one,
+//! whose after-revision is the new bytes'.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -83,6 +86,50 @@ fn payload(id: &str, path: &str, new: &str) -> String {
     .to_string()
 }
 
+/// Every change the journal lists, newest first: `(change_id,
+/// after_revision)`. Opening the journal after a kill cuts a torn last line.
+fn journaled(f: &Fixture) -> Vec<(String, Option<String>)> {
+    let cwd = tempfile::TempDir::new().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ide"))
+        .current_dir(cwd.path())
+        .args([
+            "--config",
+            f.cfg.to_str().unwrap(),
+            "call",
+            "shell::turns::list",
+        ])
+        .arg(r#"{"limit": 100}"#)
+        .env_remove("III_URL")
+        .output()
+        .expect("run ide call");
+    assert!(
+        out.status.success(),
+        "the journal does not list after a kill: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON answer");
+    v["turns"]
+        .as_array()
+        .expect("turns")
+        .iter()
+        .flat_map(|t| t["changes"].as_array().cloned().unwrap_or_default())
+        .map(|c| {
+            (
+                c["change_id"].as_str().unwrap().to_string(),
+                c["after_revision"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The names a listing shows. The worker's staging names (`.ide-stage-…`,
 /// left only by a kill in the instant between linking a finished version
 /// and renaming it over the target) are hidden from every listing and
@@ -108,6 +155,9 @@ fn crash_points(id: &str) {
     let full = t.elapsed();
     assert!(status.success(), "{id} failed uninterrupted");
     assert!(std::fs::read(&file).unwrap() == new.as_bytes());
+    let new_revision = sha256_hex(new.as_bytes());
+    let mut changes = journaled(&f).len();
+    assert_eq!(changes, 1, "{id}: the uninterrupted write is journaled");
     let (mut saw_old, mut saw_new) = (0, 0);
     for i in 0..POINTS {
         std::fs::write(&file, &old).unwrap();
@@ -122,10 +172,25 @@ fn crash_points(id: &str) {
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
         let body = std::fs::read(&file).unwrap();
+        let listed = journaled(&f);
+        let added = listed.len() - changes;
+        changes = listed.len();
         if body == old.as_bytes() {
             saw_old += 1;
+            assert_eq!(
+                added, 0,
+                "{id}: a record of a write the kill at {at:?} stopped"
+            );
         } else if body == new.as_bytes() {
             saw_new += 1;
+            assert!(added <= 1, "{id}: {added} records of one write");
+            if added == 1 {
+                assert_eq!(
+                    listed[0].1.as_deref(),
+                    Some(new_revision.as_str()),
+                    "{id}: the record names other bytes"
+                );
+            }
         } else {
             panic!(
                 "{id}: torn file after a kill at {at:?} of {full:?}: {} bytes",
