@@ -40,20 +40,9 @@ async fn start(configure: impl FnOnce(&mut Config)) -> World {
     let mut cfg = seed(dir.path());
     configure(&mut cfg);
     let config_path = dir.path().join("config.yaml");
-    // JSON is YAML
-    std::fs::write(&config_path, cfg.to_value().to_string()).expect("write seed");
     let engine = Engine::start().await;
     let url = engine.url();
-    let ide = IdeProcess::spawn(
-        &[
-            "--url",
-            &url,
-            "--config",
-            &config_path.display().to_string(),
-        ],
-        // bindings are awaited through ide's "trigger binding held" line
-        &[("RUST_LOG", "info")],
-    );
+    let ide = IdeProcess::serve(&url, &cfg, &config_path);
     assert!(
         engine.wait_for_ide(WAIT).await,
         "ide did not register its functions:\n{}",

@@ -37,18 +37,9 @@ async fn start() -> World {
     let dir = tempfile::TempDir::new().expect("temp dir");
     let cfg = seed(dir.path());
     let config_path = dir.path().join("config.yaml");
-    std::fs::write(&config_path, cfg.to_value().to_string()).expect("write seed");
     let engine = Engine::start().await;
     let url = engine.url();
-    let ide = IdeProcess::spawn(
-        &[
-            "--url",
-            &url,
-            "--config",
-            &config_path.display().to_string(),
-        ],
-        &[("RUST_LOG", "info")],
-    );
+    let ide = IdeProcess::serve(&url, &cfg, &config_path);
     assert!(
         engine.wait_for_ide(WAIT).await,
         "ide did not register its functions:\n{}",

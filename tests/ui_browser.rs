@@ -174,17 +174,8 @@ async fn start_over(store: &Store, populate: impl FnOnce(&Path)) -> World {
     cfg.fs.host_roots = vec![root.clone()];
     cfg.working_dir = Some(root.clone());
     let config_path = dir.path().join("config.yaml");
-    std::fs::write(&config_path, cfg.to_value().to_string()).expect("write seed");
     let engine = Engine::start_with(0, store).await;
-    let ide = IdeProcess::spawn(
-        &[
-            "--url",
-            &engine.url(),
-            "--config",
-            &config_path.display().to_string(),
-        ],
-        &[("RUST_LOG", "info")],
-    );
+    let ide = IdeProcess::serve(&engine.url(), &cfg, &config_path);
     assert!(
         engine
             .wait_for_function("ide::ui-content", WAIT)

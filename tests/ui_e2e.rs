@@ -20,17 +20,8 @@ async fn start() -> (Engine, IdeProcess, tempfile::TempDir) {
     cfg.fs.allow_unjailed = false;
     cfg.fs.host_roots = vec![dir.path().canonicalize().expect("canonical")];
     let config_path = dir.path().join("config.yaml");
-    std::fs::write(&config_path, cfg.to_value().to_string()).expect("write seed");
     let engine = Engine::start().await;
-    let ide = IdeProcess::spawn(
-        &[
-            "--url",
-            &engine.url(),
-            "--config",
-            &config_path.display().to_string(),
-        ],
-        &[("RUST_LOG", "info")],
-    );
+    let ide = IdeProcess::serve(&engine.url(), &cfg, &config_path);
     assert!(
         engine
             .wait_for_function("ide::ui-content", WAIT)

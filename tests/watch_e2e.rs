@@ -43,17 +43,8 @@ async fn start(configure: impl FnOnce(&mut Config)) -> World {
     cfg.working_dir = Some(root.clone());
     configure(&mut cfg);
     let config_path = root.join("config.yaml");
-    std::fs::write(&config_path, cfg.to_value().to_string()).expect("write seed");
     let engine = Engine::start().await;
-    let ide = IdeProcess::spawn(
-        &[
-            "--url",
-            &engine.url(),
-            "--config",
-            &config_path.display().to_string(),
-        ],
-        &[("RUST_LOG", "info")],
-    );
+    let ide = IdeProcess::serve(&engine.url(), &cfg, &config_path);
     assert!(
         engine.wait_for_trigger_type(CHANGED, WAIT).await,
         "ide did not register {CHANGED}:\n{}",

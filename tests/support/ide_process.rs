@@ -58,6 +58,21 @@ impl IdeProcess {
         Self::spawn_in(None, args, envs)
     }
 
+    /// Write `cfg` to `config_path` (JSON is YAML) and serve it on the
+    /// engine at `url`, logging at `info` (bindings and registrations are
+    /// awaited through ide's log lines).
+    pub fn serve(
+        url: &str,
+        cfg: &ide::config::Config,
+        config_path: &std::path::Path,
+    ) -> IdeProcess {
+        std::fs::write(config_path, cfg.to_value().to_string()).expect("write seed");
+        Self::spawn(
+            &["--url", url, "--config", &config_path.display().to_string()],
+            &[("RUST_LOG", "info")],
+        )
+    }
+
     /// [`spawn`](Self::spawn) with the process's working directory set.
     pub fn spawn_in(
         cwd: Option<&std::path::Path>,

@@ -183,6 +183,16 @@ function CodeRows({ rows, className = "" }) {
   );
 }
 
+/** A file entry's journal change id (and its revision on hover). @param {{f: any}} props */
+function ChangeId({ f }) {
+  if (!f.changeId) return null;
+  return (
+    <span className="ide-card-id" title={f.revision ? `revision ${f.revision}` : undefined}>
+      change {f.changeId}
+    </span>
+  );
+}
+
 /** @param {{count: number, what?: string}} props */
 function More({ count, what = "line" }) {
   if (!count) return null;
@@ -246,11 +256,7 @@ function UpdateCard({ m, host }) {
                 </Tag>
               </>
             )}
-            {f.changeId && (
-              <span className="ide-card-id" title={f.revision ? `revision ${f.revision}` : undefined}>
-                change {f.changeId}
-              </span>
-            )}
+            <ChangeId f={f} />
           </div>
           {f.echoes.map((/** @type {any} */ e, /** @type {number} */ k) => (
             <div key={k} className="ide-card-echo" data-op={e.opIndex}>
@@ -287,11 +293,7 @@ function CreateCard({ m, host }) {
           <div className="ide-card-meta">
             {f.overwrite ? "written" : "created"}
             {f.bytesWritten != null && <> · {bytes(f.bytesWritten)}</>}
-            {f.changeId && (
-              <span className="ide-card-id" title={f.revision ? `revision ${f.revision}` : undefined}>
-                change {f.changeId}
-              </span>
-            )}
+            <ChangeId f={f} />
           </div>
           {f.lines.length > 0 && <CodeRows rows={f.lines.map((/** @type {string} */ text, /** @type {number} */ k) => ({ kind: "line", line: k + 1, text, added: true }))} />}
           <More count={f.more} />

@@ -3,6 +3,7 @@
 // "outside" caller — a second engine connection in its own page — for
 // writes the page did not make.
 
+import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -89,4 +90,35 @@ export async function screenshot(page, name) {
   const path = join(env.artifacts, `${name}.png`);
   await page.screenshot({ path });
   return path;
+}
+
+/** @type {{answers: string[], waiters: Array<(l: string) => void>, input: import("node:readline").Interface} | null} */
+let channel = null;
+
+/**
+ * Ask the Rust side of the suite to act on the engine or the worker
+ * (`IDE-CONTROL <what>` on stdout) and wait for its answer on stdin.
+ * @param {string} what @param {string} expect
+ */
+export async function control(what, expect) {
+  if (!channel) {
+    const { createInterface } = await import("node:readline");
+    const c = { answers: /** @type {string[]} */ ([]), waiters: /** @type {Array<(l: string) => void>} */ ([]), input: createInterface({ input: process.stdin }) };
+    c.input.on("line", (l) => {
+      const w = c.waiters.shift();
+      if (w) w(l.trim());
+      else c.answers.push(l.trim());
+    });
+    channel = c;
+  }
+  const c = channel;
+  process.stdout.write(`IDE-CONTROL ${what}\n`);
+  const got = c.answers.shift() ?? (await new Promise((r) => c.waiters.push(r)));
+  assert.equal(got, expect, `control ${what}`);
+}
+
+/** Stop listening for control answers (lets the test process end). */
+export function closeControl() {
+  channel?.input.close();
+  channel = null;
 }

@@ -7,25 +7,10 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
-import { createInterface } from "node:readline";
 import { join } from "node:path";
-import { env, launch, row } from "./common.mjs";
+import { closeControl, control, env, launch, row } from "./common.mjs";
 
 const T = { timeout: 10_000 };
-const lines = createInterface({ input: process.stdin });
-const answers = [];
-const waiters = [];
-lines.on("line", (l) => {
-  const w = waiters.shift();
-  if (w) w(l.trim());
-  else answers.push(l.trim());
-});
-/** @param {string} what @param {string} expect */
-async function control(what, expect) {
-  process.stdout.write(`IDE-CONTROL ${what}\n`);
-  const got = answers.shift() ?? (await new Promise((r) => waiters.push(r)));
-  assert.equal(got, expect);
-}
 
 describe("the ide console page across an engine restart", () => {
   /** @type {Awaited<ReturnType<typeof launch>>} */
@@ -40,7 +25,7 @@ describe("the ide console page across an engine restart", () => {
   });
   after(async () => {
     await b?.close();
-    lines.close();
+    closeControl();
   });
 
   test("rebinds, re-reads the open file written while the engine was down, and follows the disk again", async () => {

@@ -13,27 +13,10 @@
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { createInterface } from "node:readline";
-import { env, launch, screenshot } from "./common.mjs";
+import { closeControl, control, env, launch, screenshot } from "./common.mjs";
 import { lines, openWorkspace, pane, typeIn, waitLine } from "./terminal-common.mjs";
 
 const T = { timeout: 15_000 };
-const input = createInterface({ input: process.stdin });
-/** @type {string[]} */
-const answers = [];
-/** @type {Array<(l: string) => void>} */
-const waiters = [];
-input.on("line", (l) => {
-  const w = waiters.shift();
-  if (w) w(l.trim());
-  else answers.push(l.trim());
-});
-/** @param {string} what @param {string} expect */
-async function control(what, expect) {
-  process.stdout.write(`IDE-CONTROL ${what}\n`);
-  const got = answers.shift() ?? (await new Promise((r) => waiters.push(r)));
-  assert.equal(got, expect);
-}
 
 /** The ticks in the pane, in buffer order. @param {import("playwright-core").Page} page */
 async function ticks(page) {
@@ -53,7 +36,7 @@ describe("a terminal pane across an engine restart and a worker restart", () => 
   });
   after(async () => {
     await b?.close();
-    input.close();
+    closeControl();
   });
 
   test("engine restart: the pane re-attaches by its lease and the shell's output goes on, nothing lost or repeated", async () => {
