@@ -301,6 +301,8 @@ export class TermPane {
     } else {
       this.status = "live";
       this.error = null;
+      // a sessions listing that failed while the worker was away is stale now
+      if (this.owner.orphanError) void this.owner.refreshOrphans();
     }
     this.setSequence(last);
     this.changed();
