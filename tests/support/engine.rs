@@ -762,6 +762,14 @@ pub fn connect_worker(url: &str, name: &str) -> IIIClient {
                 ..Default::default()
             }),
             identity: WorkerIdentityMode::Explicit,
+            // A test client is not the product: no spans or metrics to
+            // export (a console page, the real consumer of what the worker
+            // sends, exports none either), so what a test or a benchmark
+            // measures is the worker and the engine.
+            otel: Some(iii_helpers::observability::OtelConfig {
+                enabled: Some(false),
+                ..Default::default()
+            }),
             ..Default::default()
         },
     )
