@@ -2,7 +2,8 @@
 //! binary (plain timing loops, ratios printed; BENCHMARKS.md records them).
 //!
 //! Run: `cargo bench --bench pty` (add `-- quick` for a 50 MB file and 200
-//! keystrokes).
+//! keystrokes). With `IDE_TEST_ENGINE` naming a real iii engine's binary,
+//! the same rows run through that engine instead of the loopback stand-in.
 //!
 //! - throughput: `cat` of a large file in a session, every frame delivered
 //!   to an output function on another connection, against a raw read loop of
@@ -23,7 +24,8 @@ use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use support::engine::{LoopbackEngine, connect_worker, unique_name};
+use support::engine::{connect_worker, unique_name};
+use support::harness::Engine;
 use support::ide_process::IdeProcess;
 use tokio::sync::mpsc;
 
@@ -176,7 +178,9 @@ async fn run(quick: bool) {
     cfg.working_dir = Some(dir.path().to_path_buf());
     let seed = dir.path().join("seed.yaml");
     std::fs::write(&seed, cfg.to_value().to_string()).expect("seed");
-    let engine = LoopbackEngine::start().await;
+    // the loopback stand-in, or the real iii engine when IDE_TEST_ENGINE
+    // names its binary
+    let engine = Engine::start().await;
     let url = engine.url();
     let mut ide = IdeProcess::spawn(
         &["--url", &url, "--config", &seed.display().to_string()],
@@ -229,6 +233,10 @@ async fn run(quick: bool) {
         );
     }
     assert!(engine.wait_for_function(&function_id, WAIT).await.is_some());
+    // The console this function stands for is a browser, which sends with
+    // Nagle's algorithm off: so does this client (as the worker does).
+    let nodelay = ide::bus::nodelay::apply(&ide::bus::nodelay::resolve("127.0.0.1", engine.port()));
+    println!("output function's connections given TCP_NODELAY: {nodelay}");
 
     // ---- RSS: 16 idle sessions with full rings ----
     let idle = rss_kib(ide_pid);

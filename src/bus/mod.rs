@@ -12,7 +12,7 @@
 
 mod channels;
 mod config_sync;
-mod nodelay;
+pub mod nodelay;
 mod ui;
 
 use crate::catalog::{Binding, Catalog, ConfigSource, Outbound, Services, TriggerProvider};
