@@ -65,25 +65,7 @@ impl World {
         &self,
         function_id: &str,
     ) -> (IIIClient, mpsc::UnboundedReceiver<(Value, Option<Value>)>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let client = connect_worker(&self.engine.url(), &unique_name("subscriber"));
-        client.register_function(
-            function_id,
-            RegisterFunction::new_async(move |input: Value, metadata: Option<Value>| {
-                let tx = tx.clone();
-                async move {
-                    let _ = tx.send((input, metadata));
-                    Ok::<Value, SdkError>(json!({}))
-                }
-            }),
-        );
-        assert!(
-            self.engine
-                .wait_for_function(function_id, WAIT)
-                .await
-                .is_some()
-        );
-        (client, rx)
+        self.engine.subscriber(function_id, WAIT).await
     }
 
     /// Bind `function_id` to job completions with `engine::register_trigger`

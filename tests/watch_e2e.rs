@@ -10,19 +10,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ide::config::Config;
+use iii_sdk::IIIClient;
 use iii_sdk::protocol::RegisterTriggerInput;
-use iii_sdk::{Error as SdkError, IIIClient, RegisterFunction};
 use serde_json::{Value, json};
-use support::engine::{connect_worker, unique_name};
 use support::harness::Engine;
 use support::ide_process::IdeProcess;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 const WAIT: Duration = Duration::from_secs(15);
 const CHANGED: &str = "shell::changed";
 
-type Rx = mpsc::UnboundedReceiver<(Value, Option<Value>)>;
+type Rx = support::harness::Deliveries;
 
 struct World {
     engine: Engine,
@@ -68,25 +66,7 @@ impl World {
     }
 
     async fn subscriber(&self, function_id: &str) -> (IIIClient, Rx) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let client = connect_worker(&self.engine.url(), &unique_name("subscriber"));
-        client.register_function(
-            function_id,
-            RegisterFunction::new_async(move |input: Value, metadata: Option<Value>| {
-                let tx = tx.clone();
-                async move {
-                    let _ = tx.send((input, metadata));
-                    Ok::<Value, SdkError>(json!({}))
-                }
-            }),
-        );
-        assert!(
-            self.engine
-                .wait_for_function(function_id, WAIT)
-                .await
-                .is_some()
-        );
-        (client, rx)
+        self.engine.subscriber(function_id, WAIT).await
     }
 
     /// Bind through `engine::register_trigger`; wait until ide holds it.

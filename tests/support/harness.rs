@@ -12,11 +12,17 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use iii_sdk::protocol::ErrorBody;
+use iii_sdk::{Error as SdkError, IIIClient, RegisterFunction};
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
+
+/// What a [`Engine::subscriber`] was called with: `(input, metadata)`.
+pub type Deliveries = mpsc::UnboundedReceiver<(Value, Option<Value>)>;
 
 use super::engine::{
     ConfigStore, DEFAULT_CALL_TIMEOUT, LoopbackEngine, RegisteredFunction, RegisteredTriggerType,
+    connect_worker, unique_name,
 };
 use super::real_engine::{DataDir, RealEngine, engine_binary};
 
@@ -167,6 +173,33 @@ impl Engine {
     /// Wait until every function of ide's catalog is registered: they are
     /// registered one by one, so one of them being there says nothing
     /// about the rest.
+    /// A worker of its own that registers `function_id`, answers `{}` and
+    /// hands every delivery `(input, metadata)` to the receiver; returned
+    /// once the engine lists the function.
+    pub async fn subscriber(
+        &self,
+        function_id: &str,
+        timeout: Duration,
+    ) -> (IIIClient, Deliveries) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let client = connect_worker(&self.url(), &unique_name("subscriber"));
+        client.register_function(
+            function_id,
+            RegisterFunction::new_async(move |input: Value, metadata: Option<Value>| {
+                let tx = tx.clone();
+                async move {
+                    let _ = tx.send((input, metadata));
+                    Ok::<Value, SdkError>(json!({}))
+                }
+            }),
+        );
+        assert!(
+            self.wait_for_function(function_id, timeout).await.is_some(),
+            "{function_id} was never listed"
+        );
+        (client, rx)
+    }
+
     pub async fn wait_for_ide(&self, timeout: Duration) -> bool {
         let want: Vec<String> = ide::catalog::Catalog::standard()
             .iter()
