@@ -81,7 +81,25 @@ where
         let _ = tx.send(out.ok());
     }));
     let u = here();
-    (rx.recv().ok().flatten(), u)
+    (finished(&rx).ok().flatten(), u)
+}
+
+/// How long [`beside`] keeps looking for the helper's answer before it
+/// sleeps on it: the two flushes of a write end within tens of
+/// microseconds of each other, and a wake-up through the scheduler costs
+/// about as much again.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+fn finished<T>(rx: &mpsc::Receiver<T>) -> Result<T, mpsc::RecvError> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < SPIN {
+        match rx.try_recv() {
+            Ok(v) => return Ok(v),
+            Err(mpsc::TryRecvError::Disconnected) => return Err(mpsc::RecvError),
+            Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+        }
+    }
+    rx.recv()
 }
 
 #[cfg(test)]

@@ -686,23 +686,37 @@ impl Journal {
         // References first: a line never names a body that is not linked.
         for (side, img) in [("before", &before), ("after", &after)] {
             let name = format!("{seq}.{side}");
-            // A torn line may have left refs under this number.
-            let _ = nix::unistd::unlinkat(
-                st.refs.as_fd(),
-                name.as_str(),
-                nix::unistd::UnlinkatFlags::NoRemoveDir,
-            );
-            if let Some(hash) = img.as_ref().and_then(|i| i.blob.as_deref()) {
-                match nix::unistd::linkat(
+            let unlink = || {
+                nix::unistd::unlinkat(
+                    st.refs.as_fd(),
+                    name.as_str(),
+                    nix::unistd::UnlinkatFlags::NoRemoveDir,
+                )
+            };
+            let Some(hash) = img.as_ref().and_then(|i| i.blob.as_deref()) else {
+                // A line lost to a crash may have left a ref under this
+                // number (rare: one failed lookup when there is none).
+                let _ = unlink();
+                continue;
+            };
+            let link = || {
+                nix::unistd::linkat(
                     st.blobs.as_fd(),
                     hash,
                     st.refs.as_fd(),
                     name.as_str(),
                     nix::fcntl::AtFlags::empty(),
-                ) {
-                    Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
-                    Err(e) => return Err(e.into()),
+                )
+            };
+            match link() {
+                Ok(()) => {}
+                // a ref a lost line left under this number: replace it,
+                // never trust it (it may name another body)
+                Err(nix::errno::Errno::EEXIST) => {
+                    let _ = unlink();
+                    link()?;
                 }
+                Err(e) => return Err(e.into()),
             }
         }
         let record = ChangeRecord {

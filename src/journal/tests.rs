@@ -260,14 +260,25 @@ async fn a_torn_last_line_costs_only_the_last_change() {
         )
         .await,
     );
+    // b replaces a's body: its refs name a body before and one after
     let b = first_change(
         &ok(
             &j,
-            "coder::create-file",
-            json!({"files": [{"path": "b", "content": "B"}]}),
+            "coder::update-file",
+            json!({"files": [{"path": "a", "ops": [{"op": "replace", "pattern": "A", "replacement": "B"}]}]}),
         )
         .await,
     );
+    let refs = j.journal.path().join("refs");
+    let seq_b = b
+        .rsplit_once('-')
+        .unwrap()
+        .1
+        .split('.')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(refs.join(format!("{seq_b}.before")).exists());
     restart(&j);
     // a kill -9 in the middle of appending b's line
     let log = j.journal.path().join("journal.log");
@@ -293,6 +304,11 @@ async fn a_torn_last_line_costs_only_the_last_change() {
         .await,
     );
     assert_eq!(diff(&j, &c).await["new_contents"], "C");
+    // c took b's number: the refs b left are gone or replaced, none trusted
+    assert!(c.contains(&format!("-{seq_b}.")), "{c} reuses {seq_b}");
+    assert!(!refs.join(format!("{seq_b}.before")).exists());
+    let after = std::fs::read(refs.join(format!("{seq_b}.after"))).unwrap();
+    assert_eq!(after, b"C");
 }
 
 #[tokio::test]
