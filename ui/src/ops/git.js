@@ -23,8 +23,14 @@ export class GitRepo extends Store {
     this.toplevel = null;
     /** @type {import("../models/git.js").GitStatus | null} */
     this.status = null;
-    /** @type {null | {code: string, message: string}} */
+    /** The last action's failure; only the next action clears it. @type {null | {code: string, message: string}} */
     this.error = null;
+    /**
+     * Reading the repository failed. Kept apart from `error`: a status
+     * refresh (the change feed starts them at any time) must not wipe what
+     * an action just reported. @type {null | {code: string, message: string}}
+     */
+    this.statusError = null;
     /** The last action's result, shown under the commit box. @type {null | string} */
     this.notice = null;
     this.busy = false;
@@ -61,9 +67,9 @@ export class GitRepo extends Store {
         this.inRepo = false;
         this.toplevel = null;
         this.status = null;
-        this.error = null;
+        this.statusError = null;
       } else {
-        this.error = err;
+        this.statusError = err;
       }
       this.changed();
       return;
@@ -78,10 +84,10 @@ export class GitRepo extends Store {
       const out = await this.git(gitArgs.status());
       if (n !== this.asked) return;
       this.status = parseStatus(out.stdout);
-      this.error = null;
+      this.statusError = null;
     } catch (e) {
       if (n !== this.asked) return;
-      this.error = /** @type {any} */ (e);
+      this.statusError = /** @type {any} */ (e);
     }
     this.changed();
   }
@@ -129,9 +135,9 @@ export class GitRepo extends Store {
     this.busy = true;
     this.notice = null;
     this.changed();
+    this.error = null;
     try {
       const out = await fn();
-      this.error = null;
       this.notice = done ?? (out?.stdout ?? "").trim().split("\n")[0] ?? null;
       this.busy = false;
       await this.refresh();
@@ -140,9 +146,6 @@ export class GitRepo extends Store {
       this.error = /** @type {any} */ (e);
       this.busy = false;
       await this.refresh().catch(() => {});
-      // the refresh must not hide the action's failure
-      this.error = /** @type {any} */ (e);
-      this.changed();
       return false;
     }
   }

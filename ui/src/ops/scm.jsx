@@ -100,8 +100,8 @@ export function ScmPanel({ ctx }) {
           Commit{s && s.staged.length ? ` ${s.staged.length} file${s.staged.length === 1 ? "" : "s"}` : ""}
         </button>
       </form>
-      <ErrorLine error={repo.error} />
-      {repo.notice && !repo.error && (
+      <ErrorLine error={repo.error ?? repo.statusError} />
+      {repo.notice && !repo.error && !repo.statusError && (
         <div className="ide-muted ide-scm-notice" role="status" data-testid="scm-notice">
           {repo.notice}
         </div>
