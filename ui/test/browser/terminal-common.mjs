@@ -52,8 +52,21 @@ export async function waitLine(page, re, timeout = 15_000, sel = ACTIVE) {
     );
   } catch (e) {
     const got = (await lines(page, sel)).filter((l) => l.length).slice(-15).join("\n");
-    throw new Error(`no line matched ${re} within ${timeout} ms; the pane ends with:\n${got}`, { cause: e });
+    const errors = await page.locator(".ide-term-pane .ide-error").allTextContents();
+    const shown = errors.length ? `\nerrors on the panes: ${errors.join(" | ")}` : "";
+    const focused = await page.evaluate(() => document.activeElement?.className ?? "nothing");
+    throw new Error(`no line matched ${re} within ${timeout} ms (focus: ${focused}); the pane ends with:\n${got}${shown}`, { cause: e });
   }
+}
+
+/**
+ * Focus a pane and press one key (`Control+c`): a pane that was re-rendered
+ * (a re-attach after a reconnect) does not keep the keyboard focus.
+ * @param {Page} page @param {string} key @param {string} [sel]
+ */
+export async function pressIn(page, key, sel = ACTIVE) {
+  await page.locator(`${sel} .xterm-helper-textarea`).focus();
+  await page.keyboard.press(key);
 }
 
 /** Focus a pane and type. @param {Page} page @param {string} text @param {string} [sel] */

@@ -14,7 +14,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { closeControl, control, env, launch, screenshot } from "./common.mjs";
-import { lines, openWorkspace, pane, typeIn, waitLine } from "./terminal-common.mjs";
+import { lines, openWorkspace, pane, pressIn, typeIn, waitLine } from "./terminal-common.mjs";
 
 const T = { timeout: 15_000 };
 
@@ -68,7 +68,7 @@ describe("a terminal pane across an engine restart and a worker restart", () => 
     assert.equal(await page.locator(".ide-term-pane .ide-term-screen").getAttribute("data-session"), session, "the same session");
     assert.equal(await pane(page, "live").count(), 1);
     // and it takes input with the credentials the re-attach rotated
-    await page.keyboard.press("Control+c");
+    await pressIn(page, "Control+c");
     await typeIn(page, "echo after-engine-restart\n");
     await waitLine(page, /^after-engine-restart$/);
     const leases = await page.evaluate(() => JSON.parse(localStorage.getItem("ide:term:leases") ?? "[]"));

@@ -7,7 +7,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { env, launch, screenshot } from "./common.mjs";
-import { SPLIT, lines, openWorkspace, pane, typeIn, waitLine } from "./terminal-common.mjs";
+import { SPLIT, lines, openWorkspace, pane, pressIn, typeIn, waitLine } from "./terminal-common.mjs";
 
 const T = { timeout: 15_000 };
 
@@ -284,7 +284,7 @@ describe("the ide terminal panes", () => {
     const ticks = (await lines(page)).filter((l) => /^tick-\d+$/.test(l)).map((l) => Number(l.slice(5)));
     assert.deepEqual(ticks, Array.from({ length: ticks.length }, (_, i) => i + 1), "no tick lost or repeated");
     // input works with the adopted (rotated) credentials
-    await page.keyboard.press("Control+c");
+    await pressIn(page, "Control+c");
     await typeIn(page, "echo adopted-$((6*7))\n");
     await waitLine(page, /^adopted-42$/);
     const leases = await page.evaluate(() => JSON.parse(localStorage.getItem("ide:term:leases") ?? "[]"));
