@@ -100,17 +100,13 @@ pub fn rename(from: &Resolved, to: &Resolved, clobber: Clobber) -> std::io::Resu
 /// The current body of the regular file a parent entry names, for the
 /// journal (none when absent or not a regular file).
 fn image_at(cap: &journal::Capture, at: &Parent) -> Option<journal::Image> {
-    let (file, mode) = current_file(at)?;
-    cap.image_of(&file, mode)
-}
-
-/// The regular file a parent entry names, opened, with its mode.
-fn current_file(at: &Parent) -> Option<(std::fs::File, u32)> {
     let fd = at.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0).ok()?;
     let file = std::fs::File::from(fd);
     let md = file.metadata().ok()?;
-    md.is_file()
-        .then(|| (file, md.permissions().mode() & 0o7777))
+    if !md.is_file() {
+        return None;
+    }
+    cap.image_of(&file, md.permissions().mode() & 0o7777)
 }
 
 /// Remove a non-directory entry (a symlink itself, never its target),

@@ -695,7 +695,9 @@ impl Journal {
             };
             let Some(hash) = img.as_ref().and_then(|i| i.blob.as_deref()) else {
                 // A line lost to a crash may have left a ref under this
-                // number (rare: one failed lookup when there is none).
+                // number, and nothing would ever unlink it (this change
+                // stores no body on this side): remove it. Usually there is
+                // none, and this is one failed lookup.
                 let _ = unlink();
                 continue;
             };

@@ -31,6 +31,19 @@ function fakeApi() {
   return api;
 }
 
+/** A repository store on a fake worker, detected and shown in a pane. */
+async function shownRepo() {
+  const api = fakeApi();
+  const repo = new GitRepo(/** @type {any} */ (api), "/r");
+  await repo.detect();
+  const hide = repo.show();
+  const done = () => {
+    hide();
+    repo.dispose();
+  };
+  return { api, repo, done };
+}
+
 /** Resolves at the store's next change for which `ok` holds. @param {GitRepo} repo @param {() => boolean} ok */
 function until(repo, ok) {
   return new Promise((resolve) => {
@@ -44,10 +57,7 @@ function until(repo, ok) {
 }
 
 test("a failed action stays on screen when the change feed refreshes the status after it", async () => {
-  const api = fakeApi();
-  const repo = new GitRepo(/** @type {any} */ (api), "/r");
-  await repo.detect();
-  const hide = repo.show();
+  const { api, repo, done } = await shownRepo();
   assert.equal(await repo.commit("nothing yet"), false);
   assert.equal(repo.error?.code, "exit 1");
   // the commit touched .git: the feed's signal re-reads the status
@@ -58,15 +68,11 @@ test("a failed action stays on screen when the change feed refreshes the status 
   assert.equal(repo.error?.code, "exit 1", "the refresh left the commit's failure alone");
   assert.match(repo.error?.message ?? "", /nothing added to commit/);
   assert.equal(repo.statusError, null);
-  hide();
-  repo.dispose();
+  done();
 });
 
 test("a refresh in flight when the action fails does not hide the failure either", async () => {
-  const api = fakeApi();
-  const repo = new GitRepo(/** @type {any} */ (api), "/r");
-  await repo.detect();
-  const hide = repo.show();
+  const { api, repo, done } = await shownRepo();
   /** @type {() => void} */
   let release = () => {};
   api.gate = new Promise((r) => {
@@ -85,8 +91,7 @@ test("a refresh in flight when the action fails does not hide the failure either
   assert.equal(await committed, false);
   assert.equal(repo.error?.code, "exit 1");
   assert.equal(repo.busy, false);
-  hide();
-  repo.dispose();
+  done();
 });
 
 test("the next action clears the last one's failure; a failed status read is shown apart", async () => {
