@@ -29,6 +29,97 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// The floor of any durable journal on this machine, without the worker:
+/// the syscalls of the baseline's write of a 100 KB file, bare (`O_TMPFILE`,
+/// write, `fsync`, link, rename over the target, the directory's `fsync`),
+/// against the same plus only what a journal of that write cannot skip —
+/// the new body's SHA-256 and one appended record line made durable, its
+/// `fdatasync` on a kept thread beside the directory's `fsync` — and no
+/// blob store, references or index. `n` writes each side, interleaved.
+fn floor(dir: &std::path::Path, n: usize) {
+    use nix::fcntl::{AT_FDCWD, AtFlags, OFlag};
+    use sha2::Digest;
+    use std::os::fd::AsFd;
+    std::fs::create_dir_all(dir).unwrap();
+    let d = std::fs::File::open(dir).unwrap();
+    let log = std::sync::Arc::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("journal.log"))
+            .unwrap(),
+    );
+    let (job, jobs) = std::sync::mpsc::channel::<()>();
+    let (done, dones) = std::sync::mpsc::channel::<std::io::Result<()>>();
+    let helper_log = log.clone();
+    std::thread::spawn(move || {
+        for () in jobs {
+            let _ = done.send(helper_log.sync_data());
+        }
+    });
+    let bodies = [vec![b'a'; 100_005], vec![b'b'; 100_005]];
+    let write = |name: &str, body: &[u8], journaled: bool| -> Duration {
+        let t = Instant::now();
+        let fd = nix::fcntl::openat(
+            d.as_fd(),
+            ".",
+            OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::from_bits_truncate(0o644),
+        )
+        .unwrap();
+        let mut f = std::fs::File::from(fd);
+        f.write_all(body).unwrap();
+        let digest = journaled.then(|| sha2::Sha256::digest(body));
+        f.sync_all().unwrap();
+        let proc_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&f));
+        nix::unistd::linkat(
+            AT_FDCWD,
+            proc_path.as_str(),
+            d.as_fd(),
+            ".stage",
+            AtFlags::AT_SYMLINK_FOLLOW,
+        )
+        .unwrap();
+        nix::fcntl::renameat(d.as_fd(), ".stage", d.as_fd(), name).unwrap();
+        match digest {
+            Some(digest) => {
+                let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+                let line = format!(
+                    "{{\"change_id\":\"floor-{name}\",\"function_id\":\"coder::update-file\",\"path\":\"{}\",\"kind\":\"modified\",\"before\":{{\"revision\":\"{hex}\",\"size\":100005,\"mode\":420}},\"after\":{{\"revision\":\"{hex}\",\"size\":100005,\"mode\":420}}}}\n",
+                    dir.join(name).display()
+                );
+                (&*log).write_all(line.as_bytes()).unwrap();
+                job.send(()).unwrap();
+                d.sync_all().unwrap();
+                dones.recv().unwrap().unwrap();
+            }
+            None => d.sync_all().unwrap(),
+        }
+        t.elapsed()
+    };
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let body = &bodies[i % 2];
+        for journaled in [i % 2 == 0, i % 2 != 0] {
+            if journaled {
+                with.push(write("journaled", body, true));
+            } else {
+                without.push(write("plain", body, false));
+            }
+        }
+    }
+    let (w, wo) = (median(with), median(without));
+    println!(
+        "the floor: the bare write of a 100 KB file with and without a SHA-256 and a durable record line, {n} each side, interleaved:"
+    );
+    println!(
+        "  median with record {:.3} ms   without {:.3} ms   ratio {:.2}x",
+        ms(w),
+        ms(wo),
+        ms(w) / ms(wo)
+    );
+}
+
 fn main() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let dir = tempfile::TempDir::new().expect("temp dir");
@@ -155,6 +246,8 @@ fn main() {
             "pattern": format!("o{}\n", *v), "replacement": format!("w{}\n", *v)}]}]})
         },
     );
+
+    floor(&dir.path().join("floor"), n);
 
     if std::env::args().any(|a| a == "update-file") {
         return; // `-- update-file`: only the rows above

@@ -45,6 +45,29 @@ pub enum Clobber {
     Never,
 }
 
+/// Bytes with their SHA-256, taken once: the `revision` a caller reports
+/// for them is the hash the journal names them by, so a write of them
+/// ([`write_hashed`]) does not hash them a second time. Built only by
+/// hashing the very bytes it holds.
+pub struct Hashed<'a> {
+    bytes: &'a [u8],
+    digest: [u8; 32],
+}
+
+impl<'a> Hashed<'a> {
+    pub fn new(bytes: &'a [u8]) -> Hashed<'a> {
+        Hashed {
+            bytes,
+            digest: Sha256::digest(bytes).into(),
+        }
+    }
+
+    /// SHA-256 hex: the `revision` of these exact bytes.
+    pub fn revision(&self) -> String {
+        crate::coder::hex(&self.digest)
+    }
+}
+
 /// Replace (or create) the file at `target` with `bytes`. `mode`: the
 /// permission bits to set; `None` keeps the existing file's mode (or
 /// [`DEFAULT_FILE_MODE`]). The owner of an existing file is kept where the
@@ -55,12 +78,41 @@ pub fn write_atomic(
     mode: Option<u32>,
     clobber: Clobber,
 ) -> std::io::Result<()> {
+    write_with(target, bytes, None, mode, clobber)
+}
+
+/// [`write_atomic`] of bytes already hashed.
+pub fn write_hashed(
+    target: &Resolved,
+    body: &Hashed,
+    mode: Option<u32>,
+    clobber: Clobber,
+) -> std::io::Result<()> {
+    write_with(target, body.bytes, Some(body.digest), mode, clobber)
+}
+
+fn write_with(
+    target: &Resolved,
+    bytes: &[u8],
+    digest: Option<[u8; 32]>,
+    mode: Option<u32>,
+    clobber: Clobber,
+) -> std::io::Result<()> {
     let mut stage = Staged::new(target)?;
     let existing = stage
         .parent
         .lstat()?
         .filter(|st| jail::is_file_mode(st.st_mode));
-    stage.write_all(bytes)?;
+    match digest {
+        Some(digest) if stage.written == 0 => {
+            stage.file.write_all(bytes)?;
+            stage.written = bytes.len() as u64;
+            // the whole body, and its hash: nothing left to hash
+            stage.hasher = None;
+            stage.digest = Some(digest);
+        }
+        _ => stage.write_all(bytes)?,
+    }
     let mode = mode
         .or_else(|| existing.map(|st| st.st_mode & 0o7777))
         .unwrap_or(DEFAULT_FILE_MODE);
@@ -244,6 +296,9 @@ pub struct Staged {
     /// records this call: the journal then neither reads the body back to
     /// name it nor copies a body it already holds.
     hasher: Option<Sha256>,
+    /// The body's SHA-256 when the writer handed it over with the whole
+    /// body ([`write_hashed`]); then `hasher` is `None`.
+    digest: Option<[u8; 32]>,
     /// The journal's images of the version being replaced and of this new
     /// one, stored (and flushed) while the version itself was flushed; see
     /// [`Staged::seal`].
@@ -296,6 +351,7 @@ impl Staged {
             named,
             written: 0,
             hasher: journal::current().map(|_| Sha256::new()),
+            digest: None,
             sealed: None,
         })
     }
@@ -344,7 +400,10 @@ impl Staged {
                 file.set_permissions(std::fs::Permissions::from_mode(mode))?;
             }
         }
-        let digest = self.hasher.take().map(|h| h.finalize());
+        let digest = self
+            .digest
+            .take()
+            .or_else(|| self.hasher.take().map(|h| h.finalize().into()));
         let cap = digest.as_ref().and_then(|_| journal::capture());
         let (Some(cap), Some(digest)) = (cap, digest) else {
             self.file.sync_all()?;

@@ -6,8 +6,8 @@
 //! refuses to replace bytes that changed since the caller read them (C221,
 //! nothing written).
 
-use super::{blocking, resolve, resolve_scope, revision_of};
-use crate::atomic::{Clobber, write_atomic};
+use super::{blocking, resolve, resolve_scope};
+use crate::atomic::{Clobber, Hashed, write_hashed};
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface, WireError};
 use crate::policy::{Resolved, parse_octal_mode};
@@ -250,7 +250,8 @@ fn write_one(
     } else {
         Clobber::Never
     };
-    write_atomic(target, bytes, Some(mode), clobber).map_err(|e| {
+    let hashed = Hashed::new(bytes);
+    write_hashed(target, &hashed, Some(mode), clobber).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             Failure::new(
                 Class::Exists,
@@ -264,7 +265,7 @@ fn write_one(
             Failure::from_io(raw, &e)
         }
     })?;
-    Ok((bytes.len() as u64, revision_of(bytes)))
+    Ok((bytes.len() as u64, hashed.revision()))
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ mod replace;
 use super::create_file::{check_revision, check_write_size};
 use super::lines::count_lines;
 use super::{blocking, resolve, resolve_scope, revision_of};
-use crate::atomic::{Clobber, write_atomic};
+use crate::atomic::{Clobber, Hashed, write_hashed};
 use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface, WireError};
 use crate::policy::Resolved;
@@ -441,18 +441,19 @@ fn edit_file(spec: &UpdateFileSpec, path: &Resolved, max_write: u64) -> Result<D
     let bytes = encode(&body, &shape);
     check_write_size(raw, bytes.len() as u64, max_write)?;
     let changed = bytes != original;
+    let hashed = Hashed::new(&bytes);
     if changed {
         // Narrow the read-modify-write window: refuse if the file changed
         // while the ops ran.
         check_revision(raw, path, &original_revision)?;
-        write_atomic(path, &bytes, None, Clobber::Replace)
+        write_hashed(path, &hashed, None, Clobber::Replace)
             .map_err(|e| Failure::from_io(raw, &e))?;
     }
     Ok(Done {
         changed,
         applied: spec.ops.len(),
         new_line_count: count_lines(body.as_bytes()),
-        revision: revision_of(&bytes),
+        revision: hashed.revision(),
         echoes,
     })
 }
