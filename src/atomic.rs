@@ -131,10 +131,6 @@ pub fn rename(from: &Resolved, to: &Resolved, clobber: Clobber) -> std::io::Resu
     let replaced = cap.as_ref().and_then(|c| image_at(c, &dst));
     let moved = cap.as_ref().and_then(|c| image_at(c, &src));
     src.rename_to(&dst, clobber == Clobber::Never)?;
-    let flush = || {
-        dst.sync_dir();
-        src.sync_dir();
-    };
     match cap {
         Some(c) => c.record(
             journal::ChangeKind::Moved,
@@ -142,9 +138,12 @@ pub fn rename(from: &Resolved, to: &Resolved, clobber: Clobber) -> std::io::Resu
             Some(&from.path),
             replaced,
             moved,
-            flush,
+            &[dst.dir(), src.dir()],
         ),
-        None => flush(),
+        None => {
+            dst.sync_dir();
+            src.sync_dir();
+        }
     }
     Ok(())
 }
@@ -175,7 +174,7 @@ pub fn remove_file(target: &Resolved) -> std::io::Result<()> {
             None,
             Some(b),
             None,
-            || parent.sync_dir(),
+            &[parent.dir()],
         ),
         _ => parent.sync_dir(),
     }
@@ -565,14 +564,13 @@ impl Sealed {
                 if let Some(a) = &after {
                     c.remember(&stage.file, a);
                 }
-                let parent = &stage.parent;
                 c.record(
                     journal::write_kind(&before),
                     &path,
                     None,
                     before,
                     after,
-                    || parent.sync_dir(),
+                    &[stage.parent.dir()],
                 );
             }
             _ => stage.parent.sync_dir(),

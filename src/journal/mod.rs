@@ -1038,14 +1038,17 @@ impl Capture {
         self.scope.max_blob_bytes
     }
 
-    /// Record a completed change whose directory entries `flush` makes
-    /// durable (the mutation's own directory fsyncs). The record's line is
-    /// written first and its `fdatasync` runs beside `flush`, so the two
-    /// reach the disk in one commit of the filesystem's journal rather than
-    /// one after the other; both are done when this returns. A kill -9 can
-    /// only lose an unwritten line (the last change), never corrupt one;
-    /// only a power loss in that instant could keep the record of the call
-    /// in flight and lose its rename (ARCHITECTURE.md).
+    /// Record a completed change whose directory entries the `fsync` of
+    /// `dirs` makes durable (the mutation's own directories). The record's
+    /// line is written first; the directories are flushed on a helper
+    /// thread while this one runs the line's `fdatasync`, so the two reach
+    /// the disk in one commit of the filesystem's journal rather than one
+    /// after the other, and the caller is not woken by the helper: the
+    /// line's flush (its data block and the commit) is the longer of the
+    /// two, measured in BENCHMARKS.md. Both are done when this returns. A
+    /// kill -9 can only lose an unwritten line (the last change), never
+    /// corrupt one; only a power loss in that instant could keep the
+    /// record of the call in flight and lose its rename (ARCHITECTURE.md).
     #[allow(clippy::too_many_arguments)]
     pub fn record(
         &self,
@@ -1054,22 +1057,48 @@ impl Capture {
         from: Option<&Path>,
         before: Option<Image>,
         after: Option<Image>,
-        flush: impl FnOnce(),
+        dirs: &[std::os::fd::BorrowedFd<'_>],
     ) {
+        let sync_here = || {
+            for d in dirs {
+                sync_dir(*d);
+            }
+        };
         let appended =
             self.journal
                 .append(&self.scope, kind, path, from, before, after, Flush::Bodies);
         let id = match appended {
             Ok(id) => id,
             Err(e) => {
-                flush();
+                sync_here();
                 tracing::error!(path = %path.display(), error = %e, "change journal append failed");
                 return;
             }
         };
         let log = self.journal.state().log.clone();
-        let (synced, ()) = beside::beside(move || log.sync_data(), flush);
-        let synced = synced.unwrap_or_else(|| Err(std::io::Error::other("flush helper lost")));
+        let owned: std::io::Result<Vec<OwnedFd>> = dirs
+            .iter()
+            .map(|d| nix::unistd::dup(*d).map_err(std::io::Error::from))
+            .collect();
+        let synced = match owned {
+            Ok(owned) => {
+                let helper = move || {
+                    for d in &owned {
+                        sync_dir(d.as_fd());
+                    }
+                };
+                let (done, synced) = beside::beside(helper, || log.sync_data());
+                if done.is_none() {
+                    // the helper was lost: flush the directories here
+                    sync_here();
+                }
+                synced
+            }
+            Err(_) => {
+                sync_here();
+                log.sync_data()
+            }
+        };
         if let Err(e) = synced {
             tracing::error!(path = %path.display(), error = %e, "change journal fdatasync failed");
             return;
@@ -1096,6 +1125,13 @@ enum Flush {
     Bodies,
     /// Nothing: the caller flushed the bodies already.
     Nothing,
+}
+
+/// `fsync` of a directory; a failure is logged (the change itself is done).
+fn sync_dir(dir: std::os::fd::BorrowedFd<'_>) {
+    if let Err(e) = nix::unistd::fsync(dir) {
+        tracing::warn!(error = %e, "directory fsync failed");
+    }
 }
 
 /// A new unnamed file in `dir`, for a blob.
