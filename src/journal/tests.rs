@@ -336,3 +336,54 @@ async fn a_recursive_delete_is_one_turn_that_reverts_the_whole_tree() {
     assert_eq!(j.read("tree/a.txt"), b"A\n");
     assert_eq!(j.read("tree/sub/b.txt"), b"B\n");
 }
+
+#[tokio::test]
+async fn a_body_written_with_its_hash_is_journaled_under_that_hash() {
+    // create-file and update-file hand the write layer the SHA-256 they
+    // answer as `revision`; the record, the blob and the answer must agree
+    // with the bytes on disk.
+    let j = Jail::new();
+    let created = ok(
+        &j,
+        "coder::create-file",
+        json!({"files": [{"path": "h.txt", "content": "alpha\nbeta\n"}]}),
+    )
+    .await;
+    let updated = ok(
+        &j,
+        "coder::update-file",
+        json!({"files": [{"path": "h.txt", "ops": [{"op": "replace", "pattern": "beta", "replacement": "gamma"}]}]}),
+    )
+    .await;
+    let list = ok(&j, "shell::turns::list", json!({"limit": 10})).await;
+    let changes: Vec<&Value> = list["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["changes"].as_array().unwrap())
+        .collect();
+    for (answer, bytes) in [
+        (&created, b"alpha\nbeta\n".as_slice()),
+        (&updated, b"alpha\ngamma\n".as_slice()),
+    ] {
+        let id = first_change(answer);
+        let revision = answer["results"][0]["revision"].as_str().unwrap();
+        assert_eq!(revision, crate::coder::revision_of(bytes), "{answer}");
+        let change = changes
+            .iter()
+            .find(|c| c["change_id"] == json!(id))
+            .unwrap_or_else(|| panic!("{id} not listed: {list}"));
+        assert_eq!(change["after_revision"], json!(revision), "{change}");
+        let d = diff(&j, &id).await;
+        assert_eq!(
+            d["new_contents"],
+            json!(std::str::from_utf8(bytes).unwrap())
+        );
+    }
+    assert_eq!(j.read("h.txt"), b"alpha\ngamma\n");
+    // after a restart the blob is read back and re-checked against that hash
+    restart(&j);
+    let d = diff(&j, &first_change(&updated)).await;
+    assert_eq!(d["old_contents"], json!("alpha\nbeta\n"));
+    assert_eq!(d["new_contents"], json!("alpha\ngamma\n"));
+}

@@ -25,7 +25,7 @@
 //! Namespaces are not modelled beyond their names: everything lives in
 //! `default`. Queues (`enqueue`) are not provided.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -283,7 +283,8 @@ struct State {
     pending: HashMap<Uuid, Pending>,
     config: HashMap<String, ConfigEntry>,
     rejections: Vec<String>,
-    calls: Vec<CallRecord>,
+    /// The most recent [`CALL_LOG`] invocations, oldest first.
+    calls: VecDeque<CallRecord>,
     /// False: the configuration worker is absent (its functions are not found).
     configuration_available: bool,
 }
@@ -351,7 +352,7 @@ impl LoopbackEngine {
             pending: HashMap::new(),
             config: HashMap::new(),
             rejections: Vec::new(),
-            calls: Vec::new(),
+            calls: VecDeque::new(),
             configuration_available: true,
         };
         state.trigger_types.insert(
@@ -709,12 +710,13 @@ impl LoopbackEngine {
         })
     }
 
-    /// Every invocation routed so far, in order.
+    /// The most recent invocations routed (at most [`CALL_LOG`]), in order.
     pub fn calls(&self) -> Vec<CallRecord> {
-        self.shared.lock().calls.clone()
+        self.shared.lock().calls.iter().cloned().collect()
     }
 
-    /// Wait for a routed invocation matching `pred` (past ones count).
+    /// Wait for a routed invocation matching `pred` (past ones count, as
+    /// far back as the last [`CALL_LOG`]).
     pub async fn wait_for_call(
         &self,
         pred: impl Fn(&CallRecord) -> bool,
@@ -964,6 +966,18 @@ async fn serve_worker(
 }
 
 // ───────────────────────────── protocol handling ───────────────────────────
+
+/// Invocations the engine remembers for [`Engine::calls`]: a long run (a
+/// terminal flood routes thousands of 64 KiB frames) must not grow the
+/// stand-in without bound.
+pub const CALL_LOG: usize = 1024;
+
+fn log_call(st: &mut State, call: CallRecord) {
+    if st.calls.len() >= CALL_LOG {
+        st.calls.pop_front();
+    }
+    st.calls.push_back(call);
+}
 
 fn send(st: &State, conn: ConnId, message: Message) {
     if let Some(c) = st.conns.get(&conn) {
@@ -1538,13 +1552,16 @@ fn invoke(
     reply: Option<ReplyTo>,
 ) {
     let data = with_caller(call.data, &caller.worker_id);
-    st.calls.push(CallRecord {
-        function_id: call.function_id.clone(),
-        payload: data.clone(),
-        metadata: call.metadata.clone(),
-        caller_worker_id: caller.worker_id.clone(),
-        void: reply.is_none(),
-    });
+    log_call(
+        st,
+        CallRecord {
+            function_id: call.function_id.clone(),
+            payload: data.clone(),
+            metadata: call.metadata.clone(),
+            caller_worker_id: caller.worker_id.clone(),
+            void: reply.is_none(),
+        },
+    );
 
     if let Some(outcome) = engine_function(st, store, caller, &call.function_id, &data) {
         deliver(st, reply, &call.function_id, outcome, None, None);
@@ -1995,13 +2012,16 @@ fn fire_configuration(
         let Some(owner) = st.functions.get(&function_id).map(|f| f.owner) else {
             continue;
         };
-        st.calls.push(CallRecord {
-            function_id: function_id.clone(),
-            payload: payload.clone(),
-            metadata: metadata.clone(),
-            caller_worker_id: caller_worker_id.to_string(),
-            void: false,
-        });
+        log_call(
+            st,
+            CallRecord {
+                function_id: function_id.clone(),
+                payload: payload.clone(),
+                metadata: metadata.clone(),
+                caller_worker_id: caller_worker_id.to_string(),
+                void: false,
+            },
+        );
         send(
             st,
             owner,
