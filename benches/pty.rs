@@ -172,6 +172,129 @@ async fn in_process(quick: bool) {
     services.shutdown().await;
 }
 
+/// Frames the output function received until the one with `eof`, put back
+/// in `sequence` order as a console page does (deliveries overtake each
+/// other in the engine): `(bytes, frames)`.
+async fn receive_all(
+    rx: &mut mpsc::UnboundedReceiver<(u64, usize, Vec<u8>, bool)>,
+) -> (usize, u64) {
+    let (mut got, mut frames, mut next) = (0usize, 0u64, 1u64);
+    let mut early = std::collections::BTreeMap::new();
+    let mut ended = false;
+    while !ended {
+        let (seq, n, _, eof) = tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            seq >= next && early.insert(seq, (n, eof)).is_none(),
+            "frame {seq} twice"
+        );
+        while let Some((n, eof)) = early.remove(&next) {
+            next += 1;
+            got += n;
+            frames += 1;
+            ended |= eof;
+        }
+    }
+    (got, frames)
+}
+
+/// The floor of any worker over this transport: the raw read loop of a PTY
+/// master running `cat file`, each 64 KiB it reads (or what it has at the
+/// end) sent on as a frame event — base64 in JSON, the shape a session's
+/// frames have — to `function_id` by an SDK client of the same engine, at
+/// most four undelivered (the reader stops while four are out and its own
+/// buffer is full, as a session's does). No ring, no emulator, no session: only what the
+/// contract's delivery costs. Returns the time until the output function
+/// had every frame.
+async fn transport_floor(
+    client: &iii_sdk::IIIClient,
+    function_id: &str,
+    file: &std::path::Path,
+    dir: &std::path::Path,
+    rx: &mut mpsc::UnboundedReceiver<(u64, usize, Vec<u8>, bool)>,
+) -> (Duration, usize, u64) {
+    use iii_sdk::protocol::TriggerRequest;
+    while rx.try_recv().is_ok() {}
+    let spec = ide::pty::spawn::Spec {
+        program: "/bin/cat".into(),
+        arg0: "cat".into(),
+        args: vec![file.display().to_string()],
+        dir: dir.to_path_buf(),
+        env: Default::default(),
+        cols: 120,
+        rows: 40,
+    };
+    let t = Instant::now();
+    let mut sp = ide::pty::spawn::spawn(&spec).expect("spawn cat");
+    let fd = sp.master;
+    let fl = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+    let fl = nix::fcntl::OFlag::from_bits_truncate(fl) - nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFL(fl)).unwrap();
+    // the window, as a session keeps it: with four frames undelivered the
+    // reader stops once its own buffer is full
+    let window = Arc::new(tokio::sync::Semaphore::new(4));
+    let (tx, mut chunks) = mpsc::unbounded_channel::<(Vec<u8>, bool, _)>();
+    let reader_window = window.clone();
+    let runtime = tokio::runtime::Handle::current();
+    let reader = tokio::task::spawn_blocking(move || {
+        let slot = || {
+            runtime
+                .block_on(reader_window.clone().acquire_owned())
+                .unwrap()
+        };
+        let mut buf = Vec::with_capacity(65536);
+        let mut chunk = [0u8; 65536];
+        loop {
+            let room = 65536 - buf.len();
+            match nix::unistd::read(&fd, &mut chunk[..room]) {
+                Ok(0) | Err(nix::errno::Errno::EIO) => break,
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    if buf.len() == 65536 {
+                        let permit = slot();
+                        let full = std::mem::replace(&mut buf, Vec::with_capacity(65536));
+                        if tx.send((full, false, permit)).is_err() {
+                            return;
+                        }
+                    }
+                }
+                Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => continue,
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send((buf, true, slot()));
+    });
+    let mut seq = 0u64;
+    let mut sends = tokio::task::JoinSet::new();
+    while let Some((data, eof, permit)) = chunks.recv().await {
+        seq += 1;
+        let payload = json!({"session_id": "floor", "sequence": seq,
+            "data": base64::engine::general_purpose::STANDARD.encode(&data),
+            "eof": eof, "exit_code": if eof { json!(0) } else { Value::Null },
+            "signal": null, "error": null});
+        let (client, function_id) = (client.clone(), function_id.to_string());
+        sends.spawn(async move {
+            client
+                .trigger(TriggerRequest::new(function_id, payload))
+                .await
+                .expect("floor delivery");
+            drop(permit);
+        });
+        if eof {
+            break;
+        }
+    }
+    let (got, frames) = receive_all(rx).await;
+    let took = t.elapsed();
+    reader.await.unwrap();
+    while sends.join_next().await.is_some() {}
+    let _ = sp.child.wait().await;
+    drop(sp.owned);
+    (took, got, frames)
+}
+
 async fn run(quick: bool) {
     let dir = tempfile::TempDir::new().expect("temp dir");
     let mut cfg = Config::zero_config();
@@ -233,6 +356,15 @@ async fn run(quick: bool) {
         );
     }
     assert!(engine.wait_for_function(&function_id, WAIT).await.is_some());
+    // the transport floor's sender: a second worker connection, like ide's
+    let floor_client = connect_worker(&url, &unique_name("bench-floor"));
+    floor_client
+        .trigger(iii_sdk::protocol::TriggerRequest::new(
+            function_id.clone(),
+            json!({"session_id": "floor", "sequence": 0, "data": null, "eof": false}),
+        ))
+        .await
+        .expect("the floor's sender reaches the output function");
     // The console this function stands for is a browser, which sends with
     // Nagle's algorithm off: so does this client (as the worker does).
     let nodelay = ide::bus::nodelay::apply(&ide::bus::nodelay::resolve("127.0.0.1", engine.port()));
@@ -304,6 +436,7 @@ async fn run(quick: bool) {
     let mut results = Vec::new();
     for _ in 0..rounds {
         // raw: a PTY master read loop in this process, same `cat`
+        let raw_cpu_before = cpu_secs(std::process::id());
         let raw = {
             let spec = ide::pty::spawn::Spec {
                 program: "/bin/cat".into(),
@@ -340,6 +473,11 @@ async fn run(quick: bool) {
             drop(sp.owned);
             (t.elapsed(), total)
         };
+        let raw_cpu = cpu_secs(std::process::id()) - raw_cpu_before;
+        // the floor: the raw loop plus the contract's delivery, no worker
+        let floor_cpu_before = cpu_secs(std::process::id());
+        let floor = transport_floor(&floor_client, &function_id, &file, dir.path(), &mut rx).await;
+        let floor_cpu = cpu_secs(std::process::id()) - floor_cpu_before;
         // ide: open a session running cat, count delivered bytes until eof
         while rx.try_recv().is_ok() {}
         let cpu_before = (cpu_secs(ide_pid), cpu_secs(std::process::id()));
@@ -352,27 +490,7 @@ async fn run(quick: bool) {
             )
             .await
             .expect("open");
-        // deliveries overtake each other in the engine: reorder by sequence,
-        // as a console page does
-        let (mut got, mut frames, mut next) = (0usize, 0u64, 1u64);
-        let mut early = std::collections::BTreeMap::new();
-        let mut ended = false;
-        while !ended {
-            let (seq, n, _, eof) = tokio::time::timeout(WAIT, rx.recv())
-                .await
-                .unwrap()
-                .unwrap();
-            assert!(
-                seq >= next && early.insert(seq, (n, eof)).is_none(),
-                "frame {seq} twice"
-            );
-            while let Some((n, eof)) = early.remove(&next) {
-                next += 1;
-                got += n;
-                frames += 1;
-                ended |= eof;
-            }
-        }
+        let (got, frames) = receive_all(&mut rx).await;
         let ide_time = t.elapsed();
         let cpu = (
             cpu_secs(ide_pid) - cpu_before.0,
@@ -386,6 +504,7 @@ async fn run(quick: bool) {
             .await;
         // the same session with nobody attached: read into the ring (and
         // the emulator) only, until the program's exit is noticed
+        let detached_cpu_before = (cpu_secs(ide_pid), cpu_secs(std::process::id()));
         let t = Instant::now();
         let o = engine
             .call(
@@ -410,28 +529,47 @@ async fn run(quick: bool) {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let detached = t.elapsed();
+        let detached_cpu = (
+            cpu_secs(ide_pid) - detached_cpu_before.0,
+            cpu_secs(std::process::id()) - detached_cpu_before.1,
+        );
         let _ = engine
             .call(
                 "shell::pty::close",
                 json!({"session_id": o["session_id"], "access_key": o["access_key"]}),
             )
             .await;
-        results.push((raw, ide_time, got, frames, cpu, detached));
+        results.push((
+            raw,
+            ide_time,
+            got,
+            frames,
+            cpu,
+            detached,
+            raw_cpu,
+            detached_cpu,
+            (floor, floor_cpu),
+        ));
     }
     let mib = |bytes: usize, d: Duration| bytes as f64 / 1048576.0 / d.as_secs_f64();
     println!(
         "throughput: cat of a {:.0} MB file ({size} bytes; the PTY turns \\n into \\r\\n), {rounds} rounds, raw and ide alternating",
         size as f64 / 1e6
     );
-    let mut ratios = Vec::new();
-    for (raw, ide_time, got, frames, cpu, detached) in &results {
+    let (mut ratios, mut floors) = (Vec::new(), Vec::new());
+    for (raw, ide_time, got, frames, cpu, detached, raw_cpu, detached_cpu, floor) in &results {
+        let ((floor_time, floor_got, floor_frames), floor_cpu) = floor;
+        let floor_ratio = raw.0.as_secs_f64() / floor_time.as_secs_f64() * *floor_got as f64
+            / raw.1.max(1) as f64;
+        floors.push(floor_ratio);
         let ratio =
             raw.0.as_secs_f64() / ide_time.as_secs_f64() * *got as f64 / raw.1.max(1) as f64;
         ratios.push(ratio);
         println!(
-            "  raw {:>6.1} MiB/s ({:.0} ms)   ide → engine → output function {:>6.1} MiB/s ({:.0} ms, {frames} frames, {:.1} KiB/frame; CPU worker {:.2} s, engine + output function {:.2} s)   ratio {ratio:.2}x",
+            "  raw {:>6.1} MiB/s ({:.0} ms, reader CPU {:.2} s)   ide → engine → output function {:>6.1} MiB/s ({:.0} ms, {frames} frames, {:.1} KiB/frame; CPU worker {:.2} s, engine + output function {:.2} s)   ratio {ratio:.2}x",
             mib(raw.1, raw.0),
             raw.0.as_secs_f64() * 1e3,
+            raw_cpu,
             mib(*got, *ide_time),
             ide_time.as_secs_f64() * 1e3,
             *got as f64 / *frames as f64 / 1024.0,
@@ -439,12 +577,26 @@ async fn run(quick: bool) {
             cpu.1,
         );
         println!(
-            "      the same session detached (ring and emulator only, no delivery): {:>6.1} MiB/s ({:.0} ms), {:.2}x raw",
+            "      the same session detached (ring and emulator only, no delivery): {:>6.1} MiB/s ({:.0} ms; CPU worker {:.2} s, engine + polling {:.2} s), {:.2}x raw",
             mib(raw.1, *detached),
             detached.as_secs_f64() * 1e3,
+            detached_cpu.0,
+            detached_cpu.1,
             raw.0.as_secs_f64() / detached.as_secs_f64()
         );
+        println!(
+            "      the floor (the raw loop, each 64 KiB sent on as a frame event by an SDK client, 4 undelivered at most; no worker): {:>6.1} MiB/s ({:.0} ms, {floor_frames} frames; CPU this process {floor_cpu:.2} s), {floor_ratio:.2}x raw",
+            mib(*floor_got, *floor_time),
+            floor_time.as_secs_f64() * 1e3,
+        );
     }
+    floors.sort_by(f64::total_cmp);
+    println!(
+        "  floor / raw, median of {rounds}: {:.2}x (min {:.2}, max {:.2})",
+        floors[floors.len() / 2],
+        floors[0],
+        floors[floors.len() - 1]
+    );
     ratios.sort_by(f64::total_cmp);
     println!(
         "  ratio (ide throughput / raw), median of {rounds}: {:.2}x (min {:.2}, max {:.2})",
