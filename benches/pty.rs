@@ -200,6 +200,25 @@ async fn receive_all(
     (got, frames)
 }
 
+/// `cat file` on a new PTY in `dir`, its master switched to blocking reads
+/// (for the raw loop and the transport floor).
+fn spawn_cat(file: &std::path::Path, dir: &std::path::Path) -> ide::pty::spawn::Spawned {
+    let spec = ide::pty::spawn::Spec {
+        program: "/bin/cat".into(),
+        arg0: "cat".into(),
+        args: vec![file.display().to_string()],
+        dir: dir.to_path_buf(),
+        env: Default::default(),
+        cols: 120,
+        rows: 40,
+    };
+    let sp = ide::pty::spawn::spawn(&spec).expect("spawn cat");
+    let fl = nix::fcntl::fcntl(&sp.master, nix::fcntl::FcntlArg::F_GETFL).unwrap();
+    let fl = nix::fcntl::OFlag::from_bits_truncate(fl) - nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(&sp.master, nix::fcntl::FcntlArg::F_SETFL(fl)).unwrap();
+    sp
+}
+
 /// The floor of any worker over this transport: the raw read loop of a PTY
 /// master running `cat file`, each 64 KiB it reads (or what it has at the
 /// end) sent on as a frame event — base64 in JSON, the shape a session's
@@ -217,21 +236,9 @@ async fn transport_floor(
 ) -> (Duration, usize, u64) {
     use iii_sdk::protocol::TriggerRequest;
     while rx.try_recv().is_ok() {}
-    let spec = ide::pty::spawn::Spec {
-        program: "/bin/cat".into(),
-        arg0: "cat".into(),
-        args: vec![file.display().to_string()],
-        dir: dir.to_path_buf(),
-        env: Default::default(),
-        cols: 120,
-        rows: 40,
-    };
     let t = Instant::now();
-    let mut sp = ide::pty::spawn::spawn(&spec).expect("spawn cat");
+    let mut sp = spawn_cat(file, dir);
     let fd = sp.master;
-    let fl = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_GETFL).unwrap();
-    let fl = nix::fcntl::OFlag::from_bits_truncate(fl) - nix::fcntl::OFlag::O_NONBLOCK;
-    nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFL(fl)).unwrap();
     // the window, as a session keeps it: with four frames undelivered the
     // reader stops once its own buffer is full
     let window = Arc::new(tokio::sync::Semaphore::new(4));
@@ -438,22 +445,10 @@ async fn run(quick: bool) {
         // raw: a PTY master read loop in this process, same `cat`
         let raw_cpu_before = cpu_secs(std::process::id());
         let raw = {
-            let spec = ide::pty::spawn::Spec {
-                program: "/bin/cat".into(),
-                arg0: "cat".into(),
-                args: vec![file.display().to_string()],
-                dir: dir.path().to_path_buf(),
-                env: Default::default(),
-                cols: 120,
-                rows: 40,
-            };
             let t = Instant::now();
-            let mut sp = ide::pty::spawn::spawn(&spec).expect("spawn cat");
-            let fd = sp.master;
             // a plain blocking read loop is the baseline
-            let fl = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_GETFL).unwrap();
-            let fl = nix::fcntl::OFlag::from_bits_truncate(fl) - nix::fcntl::OFlag::O_NONBLOCK;
-            nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_SETFL(fl)).unwrap();
+            let mut sp = spawn_cat(&file, dir.path());
+            let fd = sp.master;
             let total = tokio::task::spawn_blocking(move || {
                 let mut buf = vec![0u8; 65536];
                 let mut total = 0usize;
