@@ -101,8 +101,8 @@ fn floor(dir: &std::path::Path, n: usize) {
         )
         .unwrap();
         nix::fcntl::renameat(d.as_fd(), ".stage", d.as_fd(), name).unwrap();
-        match journaled {
-            true => {
+        if journaled {
+            {
                 let hex = "ab".repeat(32);
                 let line = format!(
                     "{{\"change_id\":\"floor-{name}\",\"function_id\":\"coder::update-file\",\"path\":\"{}\",\"kind\":\"modified\",\"before\":{{\"revision\":\"{hex}\",\"size\":100005,\"mode\":420}},\"after\":{{\"revision\":\"{hex}\",\"size\":100005,\"mode\":420}}}}\n",
@@ -113,7 +113,8 @@ fn floor(dir: &std::path::Path, n: usize) {
                 log.sync_data().unwrap();
                 dones.recv().unwrap().unwrap();
             }
-            false => d.sync_all().unwrap(),
+        } else {
+            d.sync_all().unwrap();
         }
         t.elapsed()
     };

@@ -200,6 +200,17 @@ async fn receive_all(
     (got, frames)
 }
 
+/// `median x (min, max)` of the rounds' ratios.
+fn spread(mut v: Vec<f64>) -> String {
+    v.sort_by(f64::total_cmp);
+    format!(
+        "{:.2}x (min {:.2}, max {:.2})",
+        v[v.len() / 2],
+        v[0],
+        v[v.len() - 1]
+    )
+}
+
 /// `cat file` on a new PTY in `dir`, its master switched to blocking reads
 /// (for the raw loop and the transport floor).
 fn spawn_cat(file: &std::path::Path, dir: &std::path::Path) -> ide::pty::spawn::Spawned {
@@ -585,19 +596,10 @@ async fn run(quick: bool) {
             floor_time.as_secs_f64() * 1e3,
         );
     }
-    floors.sort_by(f64::total_cmp);
+    println!("  floor / raw, median of {rounds}: {}", spread(floors));
     println!(
-        "  floor / raw, median of {rounds}: {:.2}x (min {:.2}, max {:.2})",
-        floors[floors.len() / 2],
-        floors[0],
-        floors[floors.len() - 1]
-    );
-    ratios.sort_by(f64::total_cmp);
-    println!(
-        "  ratio (ide throughput / raw), median of {rounds}: {:.2}x (min {:.2}, max {:.2})",
-        ratios[ratios.len() / 2],
-        ratios[0],
-        ratios[ratios.len() - 1]
+        "  ratio (ide throughput / raw), median of {rounds}: {}",
+        spread(ratios)
     );
 
     // ---- keystroke → echo ----

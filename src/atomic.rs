@@ -103,16 +103,12 @@ fn write_with(
         .parent
         .lstat()?
         .filter(|st| jail::is_file_mode(st.st_mode));
-    match digest {
-        Some(digest) if stage.written == 0 => {
-            stage.file.write_all(bytes)?;
-            stage.written = bytes.len() as u64;
-            // the whole body, and its hash: nothing left to hash
-            stage.hasher = None;
-            stage.digest = Some(digest);
-        }
-        _ => stage.write_all(bytes)?,
+    if let Some(digest) = digest {
+        // the whole body comes with its hash: nothing left to hash
+        stage.hasher = None;
+        stage.digest = Some(digest);
     }
+    stage.write_all(bytes)?;
     let mode = mode
         .or_else(|| existing.map(|st| st.st_mode & 0o7777))
         .unwrap_or(DEFAULT_FILE_MODE);

@@ -427,9 +427,15 @@ impl Parent {
     /// fsync the directory (a rename or unlink in it becomes durable).
     /// Best effort: some filesystems refuse fsync on a directory.
     pub fn sync_dir(&self) {
-        if let Err(e) = nix::unistd::fsync(self.dir()) {
-            tracing::warn!(error = %e, "directory fsync failed");
-        }
+        sync_dir(self.dir());
+    }
+}
+
+/// fsync a directory by handle; best effort, a failure is logged (the
+/// change in it is done either way).
+pub fn sync_dir(dir: BorrowedFd<'_>) {
+    if let Err(e) = nix::unistd::fsync(dir) {
+        tracing::warn!(error = %e, "directory fsync failed");
     }
 }
 

@@ -1061,7 +1061,7 @@ impl Capture {
     ) {
         let sync_here = || {
             for d in dirs {
-                sync_dir(*d);
+                jail::sync_dir(*d);
             }
         };
         let appended =
@@ -1084,7 +1084,7 @@ impl Capture {
             Ok(owned) => {
                 let helper = move || {
                     for d in &owned {
-                        sync_dir(d.as_fd());
+                        jail::sync_dir(d.as_fd());
                     }
                 };
                 let (done, synced) = beside::beside(helper, || log.sync_data());
@@ -1125,13 +1125,6 @@ enum Flush {
     Bodies,
     /// Nothing: the caller flushed the bodies already.
     Nothing,
-}
-
-/// `fsync` of a directory; a failure is logged (the change itself is done).
-fn sync_dir(dir: std::os::fd::BorrowedFd<'_>) {
-    if let Err(e) = nix::unistd::fsync(dir) {
-        tracing::warn!(error = %e, "directory fsync failed");
-    }
 }
 
 /// A new unnamed file in `dir`, for a blob.
