@@ -13,10 +13,13 @@
 //! - worker RSS with 16 idle sessions whose rings are full (target ≤
 //!   16 × 2 MiB + 20 MB) and under `yes` with a slow output function.
 
+#[path = "common/cat_pty.rs"]
+mod cat_pty;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use base64::Engine as _;
+use cat_pty::spawn_cat;
 use ide::config::Config;
 use iii_sdk::{Error as SdkError, RegisterFunction};
 use serde_json::{Value, json};
@@ -211,25 +214,6 @@ fn spread(mut v: Vec<f64>) -> String {
     )
 }
 
-/// `cat file` on a new PTY in `dir`, its master switched to blocking reads
-/// (for the raw loop and the transport floor).
-fn spawn_cat(file: &std::path::Path, dir: &std::path::Path) -> ide::pty::spawn::Spawned {
-    let spec = ide::pty::spawn::Spec {
-        program: "/bin/cat".into(),
-        arg0: "cat".into(),
-        args: vec![file.display().to_string()],
-        dir: dir.to_path_buf(),
-        env: Default::default(),
-        cols: 120,
-        rows: 40,
-    };
-    let sp = ide::pty::spawn::spawn(&spec).expect("spawn cat");
-    let fl = nix::fcntl::fcntl(&sp.master, nix::fcntl::FcntlArg::F_GETFL).unwrap();
-    let fl = nix::fcntl::OFlag::from_bits_truncate(fl) - nix::fcntl::OFlag::O_NONBLOCK;
-    nix::fcntl::fcntl(&sp.master, nix::fcntl::FcntlArg::F_SETFL(fl)).unwrap();
-    sp
-}
-
 /// The floor of any worker over this transport: the raw read loop of a PTY
 /// master running `cat file`, each 64 KiB it reads (or what it has at the
 /// end) sent on as a frame event — base64 in JSON, the shape a session's
@@ -248,7 +232,7 @@ async fn transport_floor(
     use iii_sdk::protocol::TriggerRequest;
     while rx.try_recv().is_ok() {}
     let t = Instant::now();
-    let mut sp = spawn_cat(file, dir);
+    let mut sp = spawn_cat(file, dir, true);
     let fd = sp.master;
     // the window, as a session keeps it: with four frames undelivered the
     // reader stops once its own buffer is full
@@ -458,7 +442,7 @@ async fn run(quick: bool) {
         let raw = {
             let t = Instant::now();
             // a plain blocking read loop is the baseline
-            let mut sp = spawn_cat(&file, dir.path());
+            let mut sp = spawn_cat(&file, dir.path(), true);
             let fd = sp.master;
             let total = tokio::task::spawn_blocking(move || {
                 let mut buf = vec![0u8; 65536];

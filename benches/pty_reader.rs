@@ -9,32 +9,17 @@
 //!
 //! Run: `cargo bench --bench pty_reader`.
 
+#[path = "common/cat_pty.rs"]
+mod cat_pty;
+
+use cat_pty::spawn_cat;
 use nix::libc;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 const MB: usize = 50;
 const ROUNDS: usize = 7;
-
-/// `cat file` on a new PTY, its master blocking or not.
-fn spawn_cat(file: &Path, dir: &Path, blocking: bool) -> ide::pty::spawn::Spawned {
-    let spec = ide::pty::spawn::Spec {
-        program: "/bin/cat".into(),
-        arg0: "cat".into(),
-        args: vec![file.display().to_string()],
-        dir: dir.to_path_buf(),
-        env: Default::default(),
-        cols: 120,
-        rows: 40,
-    };
-    let sp = ide::pty::spawn::spawn(&spec).expect("spawn cat");
-    let fl = nix::fcntl::fcntl(&sp.master, nix::fcntl::FcntlArg::F_GETFL).unwrap();
-    let mut fl = nix::fcntl::OFlag::from_bits_truncate(fl);
-    fl.set(nix::fcntl::OFlag::O_NONBLOCK, !blocking);
-    nix::fcntl::fcntl(&sp.master, nix::fcntl::FcntlArg::F_SETFL(fl)).unwrap();
-    sp
-}
 
 /// What one variant read: (seconds, bytes, reads that returned data).
 type Run = (f64, usize, usize);
