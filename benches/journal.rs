@@ -102,17 +102,15 @@ fn floor(dir: &std::path::Path, n: usize) {
         .unwrap();
         nix::fcntl::renameat(d.as_fd(), ".stage", d.as_fd(), name).unwrap();
         if journaled {
-            {
-                let hex = "ab".repeat(32);
-                let line = format!(
-                    "{{\"change_id\":\"floor-{name}\",\"function_id\":\"coder::update-file\",\"path\":\"{}\",\"kind\":\"modified\",\"before\":{{\"revision\":\"{hex}\",\"size\":100005,\"mode\":420}},\"after\":{{\"revision\":\"{hex}\",\"size\":100005,\"mode\":420}}}}\n",
-                    dir.join(name).display()
-                );
-                (&*log).write_all(line.as_bytes()).unwrap();
-                job.send(()).unwrap();
-                log.sync_data().unwrap();
-                dones.recv().unwrap().unwrap();
-            }
+            let hex = "ab".repeat(32);
+            let line = format!(
+                "{{\"change_id\":\"floor-{name}\",\"function_id\":\"coder::update-file\",\"path\":\"{}\",\"kind\":\"modified\",\"before\":{{\"revision\":\"{hex}\",\"size\":100005,\"mode\":420}},\"after\":{{\"revision\":\"{hex}\",\"size\":100005,\"mode\":420}}}}\n",
+                dir.join(name).display()
+            );
+            (&*log).write_all(line.as_bytes()).unwrap();
+            job.send(()).unwrap();
+            log.sync_data().unwrap();
+            dones.recv().unwrap().unwrap();
         } else {
             d.sync_all().unwrap();
         }

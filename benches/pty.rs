@@ -238,14 +238,9 @@ async fn transport_floor(
     // reader stops once its own buffer is full
     let window = Arc::new(tokio::sync::Semaphore::new(4));
     let (tx, mut chunks) = mpsc::unbounded_channel::<(Vec<u8>, bool, _)>();
-    let reader_window = window.clone();
     let runtime = tokio::runtime::Handle::current();
     let reader = tokio::task::spawn_blocking(move || {
-        let slot = || {
-            runtime
-                .block_on(reader_window.clone().acquire_owned())
-                .unwrap()
-        };
+        let slot = || runtime.block_on(window.clone().acquire_owned()).unwrap();
         let mut buf = Vec::with_capacity(65536);
         let mut chunk = [0u8; 65536];
         loop {
@@ -295,6 +290,30 @@ async fn transport_floor(
     let _ = sp.child.wait().await;
     drop(sp.owned);
     (took, got, frames)
+}
+
+/// One throughput round: each side's time, bytes (and frames), and the CPU
+/// seconds it cost.
+struct Round {
+    raw: (Duration, usize),
+    raw_cpu: f64,
+    /// `(time, bytes, frames)` delivered to the output function.
+    ide: (Duration, usize, u64),
+    /// `(worker, this process: engine + output function)`.
+    ide_cpu: (f64, f64),
+    detached: Duration,
+    /// `(worker, this process: engine + polling)`.
+    detached_cpu: (f64, f64),
+    floor: (Duration, usize, u64),
+    floor_cpu: f64,
+}
+
+impl Round {
+    /// A side's throughput (`bytes` in `took`) over the raw loop's.
+    fn ratio(&self, took: Duration, bytes: usize) -> f64 {
+        let (raw_time, raw_bytes) = self.raw;
+        raw_time.as_secs_f64() / took.as_secs_f64() * bytes as f64 / raw_bytes.max(1) as f64
+    }
 }
 
 async fn run(quick: bool) {
@@ -529,17 +548,16 @@ async fn run(quick: bool) {
                 json!({"session_id": o["session_id"], "access_key": o["access_key"]}),
             )
             .await;
-        results.push((
+        results.push(Round {
             raw,
-            ide_time,
-            got,
-            frames,
-            cpu,
-            detached,
             raw_cpu,
+            ide: (ide_time, got, frames),
+            ide_cpu: cpu,
+            detached,
             detached_cpu,
-            (floor, floor_cpu),
-        ));
+            floor,
+            floor_cpu,
+        });
     }
     let mib = |bytes: usize, d: Duration| bytes as f64 / 1048576.0 / d.as_secs_f64();
     println!(
@@ -547,37 +565,37 @@ async fn run(quick: bool) {
         size as f64 / 1e6
     );
     let (mut ratios, mut floors) = (Vec::new(), Vec::new());
-    for (raw, ide_time, got, frames, cpu, detached, raw_cpu, detached_cpu, floor) in &results {
-        let ((floor_time, floor_got, floor_frames), floor_cpu) = floor;
-        let floor_ratio = raw.0.as_secs_f64() / floor_time.as_secs_f64() * *floor_got as f64
-            / raw.1.max(1) as f64;
-        floors.push(floor_ratio);
-        let ratio =
-            raw.0.as_secs_f64() / ide_time.as_secs_f64() * *got as f64 / raw.1.max(1) as f64;
+    for r in &results {
+        let ((raw_time, raw_got), (ide_time, got, frames)) = (r.raw, r.ide);
+        let (floor_time, floor_got, floor_frames) = r.floor;
+        let ratio = r.ratio(ide_time, got);
+        let floor_ratio = r.ratio(floor_time, floor_got);
         ratios.push(ratio);
+        floors.push(floor_ratio);
         println!(
             "  raw {:>6.1} MiB/s ({:.0} ms, reader CPU {:.2} s)   ide → engine → output function {:>6.1} MiB/s ({:.0} ms, {frames} frames, {:.1} KiB/frame; CPU worker {:.2} s, engine + output function {:.2} s)   ratio {ratio:.2}x",
-            mib(raw.1, raw.0),
-            raw.0.as_secs_f64() * 1e3,
-            raw_cpu,
-            mib(*got, *ide_time),
+            mib(raw_got, raw_time),
+            raw_time.as_secs_f64() * 1e3,
+            r.raw_cpu,
+            mib(got, ide_time),
             ide_time.as_secs_f64() * 1e3,
-            *got as f64 / *frames as f64 / 1024.0,
-            cpu.0,
-            cpu.1,
+            got as f64 / frames as f64 / 1024.0,
+            r.ide_cpu.0,
+            r.ide_cpu.1,
         );
         println!(
             "      the same session detached (ring and emulator only, no delivery): {:>6.1} MiB/s ({:.0} ms; CPU worker {:.2} s, engine + polling {:.2} s), {:.2}x raw",
-            mib(raw.1, *detached),
-            detached.as_secs_f64() * 1e3,
-            detached_cpu.0,
-            detached_cpu.1,
-            raw.0.as_secs_f64() / detached.as_secs_f64()
+            mib(raw_got, r.detached),
+            r.detached.as_secs_f64() * 1e3,
+            r.detached_cpu.0,
+            r.detached_cpu.1,
+            r.ratio(r.detached, raw_got)
         );
         println!(
-            "      the floor (the raw loop, each 64 KiB sent on as a frame event by an SDK client, 4 undelivered at most; no worker): {:>6.1} MiB/s ({:.0} ms, {floor_frames} frames; CPU this process {floor_cpu:.2} s), {floor_ratio:.2}x raw",
-            mib(*floor_got, *floor_time),
+            "      the floor (the raw loop, each 64 KiB sent on as a frame event by an SDK client, 4 undelivered at most; no worker): {:>6.1} MiB/s ({:.0} ms, {floor_frames} frames; CPU this process {:.2} s), {floor_ratio:.2}x raw",
+            mib(floor_got, floor_time),
             floor_time.as_secs_f64() * 1e3,
+            r.floor_cpu,
         );
     }
     println!("  floor / raw, median of {rounds}: {}", spread(floors));
