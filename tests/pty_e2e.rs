@@ -55,6 +55,8 @@ struct Console {
     rx: mpsc::UnboundedReceiver<Value>,
     /// Frames that landed ahead of their turn, by sequence.
     early: BTreeMap<u64, Value>,
+    /// Every frame taken, by sequence (this attachment).
+    seen: BTreeMap<u64, Value>,
     delay_ms: Arc<AtomicU64>,
 }
 
@@ -124,6 +126,7 @@ impl World {
             _client: client,
             rx,
             early: BTreeMap::new(),
+            seen: BTreeMap::new(),
             delay_ms,
         }
     }
@@ -151,11 +154,21 @@ impl Console {
     /// one it already passed, or one further ahead than the window.
     fn accept(&mut self, next_seq: u64, ev: Value) {
         let seq = ev["sequence"].as_u64().expect("sequence");
+        // A delivery whose answer was lost (or came too late) is sent
+        // again; the page drops it. It must be the very same frame.
+        if let Some(seen) = self.seen.get(&seq) {
+            assert_eq!(
+                seen, &ev,
+                "frame {seq} delivered twice with different content"
+            );
+            return;
+        }
         assert!(
             seq >= next_seq && seq < next_seq + WINDOW,
             "frame {seq} landed while expecting {next_seq}: {ev}"
         );
-        assert!(self.early.insert(seq, ev).is_none(), "frame {seq} twice");
+        self.seen.insert(seq, ev.clone());
+        self.early.insert(seq, ev);
     }
 
     /// The frame numbered `seq`, waiting until `deadline`.

@@ -13,6 +13,7 @@
 mod channels;
 mod config_sync;
 pub mod nodelay;
+pub mod telemetry;
 mod ui;
 
 use crate::catalog::{Binding, Catalog, ConfigSource, Outbound, Services, TriggerProvider};
@@ -91,10 +92,24 @@ pub async fn serve(
         ),
         ..WorkerMetadata::default()
     };
+    let (otel, exporting) = telemetry::config();
+    if exporting {
+        tracing::info!(
+            "telemetry export on ({}); the 0.23 engine can drop answers to a busy worker that \
+             exports spans (ENGINE-FACTS.md)",
+            telemetry::SWITCH
+        );
+    } else {
+        tracing::info!(
+            "telemetry export off; {}=true exports spans, logs and metrics to the engine",
+            telemetry::SWITCH
+        );
+    }
     let iii = iii_sdk::register_worker(
         &opts.url,
         InitOptions {
             metadata: Some(metadata),
+            otel: Some(otel),
             ..InitOptions::default()
         },
     );
@@ -238,6 +253,13 @@ impl Outbound for SdkOutbound {
         req.timeout_ms = timeout_ms;
         self.iii.trigger(req).await.map_err(|e| match e {
             iii_sdk::Error::Remote { code, message, .. } => WireError { code, message },
+            iii_sdk::Error::Timeout => WireError {
+                code: crate::catalog::CALL_TIMED_OUT.to_string(),
+                message: format!(
+                    "no answer from {function_id} within {} ms",
+                    timeout_ms.unwrap_or(30_000)
+                ),
+            },
             other => WireError {
                 code: "S216".to_string(),
                 message: format!("engine call {function_id} failed: {other}"),

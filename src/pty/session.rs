@@ -49,10 +49,17 @@ pub const LINGER: Duration = Duration::from_millis(4);
 /// How long output is still read after the program exited (a job it left
 /// holding the terminal must not hold the exit back).
 const EXIT_DRAIN: Duration = Duration::from_millis(300);
-/// One delivery's timeout.
-const DELIVERY_TIMEOUT_MS: u64 = 30_000;
+/// One delivery's timeout. Short, because an answer can be lost on its way
+/// back (the engine drops an answer that beats its own bookkeeping,
+/// ENGINE-FACTS.md): the frame is then sent again, and the page drops what
+/// it already applied. A long timeout would stall the terminal that long.
+const DELIVERY_TIMEOUT_MS: u64 = 2_000;
 /// Failed deliveries in a row after which the target counts as gone.
 const MAX_FAILURES: u32 = 5;
+/// Deliveries that time out are retried without counting as failures until
+/// they have done so for this long in a row: only then is the page gone (a
+/// frozen or closed tab), as a failing one is after [`MAX_FAILURES`].
+const TIMEOUTS_GONE_AFTER: Duration = Duration::from_secs(120);
 /// Output is emulated in batches of up to this many bytes (at most half
 /// the ring): the bulk-text shortcut's fixed cost (a screenful through the
 /// emulator) is then paid per batch rather than per frame. Whatever reads
@@ -104,6 +111,8 @@ struct State {
     /// Frames whose delivery failed, to dispatch again after a backoff.
     retry: std::collections::BTreeSet<u64>,
     failures: u32,
+    /// Since when every answered delivery has timed out (this epoch).
+    timing_out_since: Option<Instant>,
     /// Set with the last frame (status `exited`).
     end: Option<End>,
     ended_at: Option<std::time::Instant>,
@@ -243,6 +252,7 @@ impl Session {
                 acked: Default::default(),
                 retry: Default::default(),
                 failures: 0,
+                timing_out_since: None,
                 end: None,
                 ended_at: None,
                 cols: start.spec.cols,
@@ -441,6 +451,7 @@ impl Session {
         st.acked.clear();
         st.retry.clear();
         st.failures = 0;
+        st.timing_out_since = None;
         if st.ui.is_none() {
             st.ui = Some(target.ui.clone());
         }
@@ -955,12 +966,30 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
                 match result {
                     Ok(_) => {
                         st.failures = 0;
+                        st.timing_out_since = None;
                         if seq > st.delivered {
                             st.acked.insert(seq);
                         }
                         while st.acked.first() == Some(&(st.delivered + 1)) {
                             st.acked.pop_first();
                             st.delivered += 1;
+                        }
+                    }
+                    Err(e) if e.code == crate::catalog::CALL_TIMED_OUT => {
+                        // the page may have applied it: sent again at once,
+                        // it drops a frame it already has
+                        let since = *st.timing_out_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= TIMEOUTS_GONE_AFTER {
+                            tracing::info!(
+                                session = %s.id,
+                                target = ?st.target.as_ref().map(|t| &t.function_id),
+                                "pty output target has not answered for {TIMEOUTS_GONE_AFTER:?}; \
+                                 session detached"
+                            );
+                            st.target = None;
+                        } else {
+                            tracing::debug!(session = %s.id, seq, "pty delivery timed out; sending again");
+                            st.retry.insert(seq);
                         }
                     }
                     Err(e) => {

@@ -20,11 +20,19 @@ struct FakeConsole {
     tx: mpsc::UnboundedSender<(String, Value)>,
     delay_ms: AtomicU64,
     missing: std::sync::Mutex<Vec<String>>,
+    /// Answers to lose: the frame lands, its answer never comes back, and
+    /// the call times out as a real one does.
+    lose: AtomicU64,
 }
 
 #[async_trait::async_trait]
 impl Outbound for FakeConsole {
-    async fn call(&self, id: &str, payload: Value, _t: Option<u64>) -> Result<Value, WireError> {
+    async fn call(
+        &self,
+        id: &str,
+        payload: Value,
+        timeout_ms: Option<u64>,
+    ) -> Result<Value, WireError> {
         if self.missing.lock().unwrap().iter().any(|m| m == id) {
             return Err(WireError {
                 code: "function_not_found".into(),
@@ -35,6 +43,17 @@ impl Outbound for FakeConsole {
         // sequence order, and this records them in that order (a page over
         // the engine reorders by `sequence` instead; see tests/pty_e2e.rs).
         let _ = self.tx.send((id.to_string(), payload));
+        if self
+            .lose
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            tokio::time::sleep(Duration::from_millis(timeout_ms.unwrap_or(30_000))).await;
+            return Err(WireError {
+                code: crate::catalog::CALL_TIMED_OUT.into(),
+                message: format!("no answer from {id}"),
+            });
+        }
         let d = self.delay_ms.load(Ordering::SeqCst);
         if d > 0 {
             tokio::time::sleep(Duration::from_millis(d)).await;
@@ -62,6 +81,7 @@ fn world_with(configure: impl FnOnce(&mut Config)) -> World {
         tx,
         delay_ms: AtomicU64::new(0),
         missing: Default::default(),
+        lose: AtomicU64::new(0),
     });
     let outbound: Arc<dyn Outbound> = console.clone();
     let services = Arc::new(Services {
@@ -838,6 +858,55 @@ async fn an_agent_answers_a_prompt_and_quits_less() {
     w.ok(
         "shell::pty::close",
         json!({"session_id": id, "access_key": key}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_delivery_whose_answer_is_lost_is_sent_again_and_the_terminal_goes_on() {
+    let mut w = world();
+    w.console.lose.store(1, Ordering::SeqCst);
+    let started = tokio::time::Instant::now();
+    let o = w
+        .open_program(
+            "sh",
+            &["-c", "printf first; sleep 0.2; printf second; sleep 30"],
+        )
+        .await;
+    // frames by sequence; the one whose answer was lost comes again, the same
+    let mut frames = std::collections::BTreeMap::<u64, Value>::new();
+    let mut repeated = None;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let text: Vec<u8> = frames.values().flat_map(|f| unb64(&f["data"])).collect();
+        if repeated.is_some() && String::from_utf8_lossy(&text).contains("firstsecond") {
+            break;
+        }
+        let (_, ev) = tokio::time::timeout_at(deadline, w.frames.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no retry or no output; frames {frames:?}"))
+            .unwrap();
+        let seq = ev["sequence"].as_u64().unwrap();
+        if let Some(prev) = frames.insert(seq, ev.clone()) {
+            assert_eq!(prev, ev, "the frame sent again is the same frame");
+            repeated = Some(started.elapsed());
+        }
+    }
+    let after = repeated.unwrap();
+    assert!(
+        after < Duration::from_secs(10),
+        "sent again after {after:?}: a lost answer must not stall the terminal for long"
+    );
+    // still attached: a lost answer is not a gone page
+    let list = w.ok("shell::pty::sessions", json!({})).await;
+    assert_eq!(
+        list["sessions"][0]["output_function_id"],
+        json!(TARGET),
+        "{list}"
+    );
+    w.ok(
+        "shell::pty::close",
+        json!({"session_id": o["session_id"], "access_key": o["access_key"]}),
     )
     .await;
 }
