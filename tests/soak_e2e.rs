@@ -4,10 +4,11 @@
 //!
 //! Every call must be answered: a call that gets no answer within its
 //! budget is a lost keystroke or a write an agent retries although it
-//! happened. Each test runs for [`soak_time`] (60 s; `IDE_SOAK_SECS` may
-//! lengthen it, never shorten it below 60 s unless `IDE_SOAK_SECS` is set
-//! for a quick local look) and prints per-function latency percentiles
-//! (recorded in BENCHMARKS.md).
+//! happened. Each test runs for [`soak_time`] (60 s; `IDE_SOAK_SECS`
+//! overrides it, for a quick local look or a longer soak) and prints per-function latency percentiles
+//! (recorded in BENCHMARKS.md). The same long-lived call loop also runs
+//! from the Python and Node SDKs (`tests/clients/`), as agents and the
+//! console run it.
 
 mod support;
 
@@ -411,4 +412,83 @@ async fn four_long_lived_clients_under_mixed_load_lose_nothing() {
     assert!(keystrokes > 0);
     stats.report("mixed", &w.ide);
     w.engine.stop().await;
+}
+
+/// How the SDK clients' absence is treated: `IDE_SDK_CLIENTS=required` (CI)
+/// makes a missing Python or Node SDK a failure instead of a skip.
+fn sdk_clients_required() -> bool {
+    std::env::var("IDE_SDK_CLIENTS").is_ok_and(|v| v == "required")
+}
+
+/// Run one of `tests/clients/soak.*` against ide and check its report.
+async fn sdk_client_soak(program: &str, script: &str, ready: impl Fn() -> Result<(), String>) {
+    if let Err(why) = ready() {
+        assert!(!sdk_clients_required(), "{why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let w = start().await;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    let secs = soak_time().as_secs().to_string();
+    let budget = CALL_BUDGET.as_millis().to_string();
+    let out = tokio::process::Command::new(program)
+        .arg(dir.join(script))
+        .args([&w.engine.url(), "coder::info", "{}", &secs, &budget])
+        .current_dir(&dir)
+        .env_remove("III_URL")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(soak_time() + Duration::from_secs(60), out)
+        .await
+        .unwrap_or_else(|_| panic!("{script} did not finish"))
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Value = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "{script} printed no report (exit {:?}):\n{stdout}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    eprintln!("soak {script}: {report}");
+    assert_eq!(
+        report["unanswered"],
+        0,
+        "calls without an answer: {report}\n{}",
+        w.ide.logs()
+    );
+    assert!(report["answered"].as_u64().unwrap_or(0) > 0, "{report}");
+    w.engine.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_lived_python_sdk_client_gets_every_answer() {
+    sdk_client_soak("python3", "soak.py", || {
+        let probe = std::process::Command::new("python3")
+            .args(["-c", "import iii"])
+            .output();
+        match probe {
+            Ok(o) if o.status.success() => Ok(()),
+            _ => Err("the Python iii-sdk is not installed (pip install iii-sdk==0.25.0)".into()),
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_lived_node_sdk_client_gets_every_answer() {
+    sdk_client_soak("node", "soak.mjs", || {
+        let modules =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_modules/iii-sdk");
+        if modules.is_dir() {
+            Ok(())
+        } else {
+            Err("the Node iii-sdk is not installed (cd tests/clients && npm ci)".into())
+        }
+    })
+    .await;
 }

@@ -10,6 +10,7 @@
 //! configuration has been fetched from the configuration worker and built
 //! into a runtime.
 
+pub mod answer_hold;
 mod channels;
 mod config_sync;
 pub mod nodelay;
@@ -203,14 +204,25 @@ async fn wait_registered(iii: &IIIClient) -> Result<(), ServeError> {
 
 fn register_catalog(iii: &IIIClient, catalog: &Arc<Catalog>, services: &Arc<Services>) {
     let main = tokio::runtime::Handle::current();
+    let hold = answer_hold::configured();
+    tracing::info!(
+        hold_us = hold.as_micros() as u64,
+        "answers are sent no sooner than this after their call arrived ({})",
+        answer_hold::KNOB
+    );
     for def in catalog.iter() {
         let handler = def.handler.clone();
         let services = services.clone();
         let main = main.clone();
         let registration = RegisterFunction::new_async(move |payload: Value| {
+            let arrived = tokio::time::Instant::now();
             let handler = handler.clone();
             let ctx = crate::catalog::Ctx::new(services.clone());
-            let task = main.spawn(async move { handler(ctx, payload).await });
+            let task = main.spawn(async move {
+                let out = handler(ctx, payload).await;
+                answer_hold::wait(arrived, hold).await;
+                out
+            });
             async move {
                 match task.await {
                     Ok(Ok(v)) => Ok(v),
