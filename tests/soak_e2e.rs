@@ -46,9 +46,15 @@ struct World {
     engine: Engine,
     ide: IdeProcess,
     dir: tempfile::TempDir,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
+/// One soak at a time: each measures one engine and one ide under its own
+/// load, not four soaks fighting over two cores.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn start() -> World {
+    let turn = TURN.lock().await;
     let dir = tempfile::TempDir::new().expect("temp dir");
     let mut cfg = ide::config::Config::zero_config();
     cfg.working_dir = Some(dir.path().to_path_buf());
@@ -61,7 +67,12 @@ async fn start() -> World {
         "ide did not register its functions:\n{}",
         ide.logs()
     );
-    World { engine, ide, dir }
+    World {
+        engine,
+        ide,
+        dir,
+        _turn: turn,
+    }
 }
 
 /// Latencies of one function, and the calls that got no answer.
