@@ -72,17 +72,16 @@ mod tests {
         );
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn an_answer_waits_out_the_rest_of_the_hold_and_no_more() {
-        let hold = Duration::from_millis(2);
+        let hold = Duration::from_millis(20);
         let arrived = Instant::now();
         wait(arrived, hold).await;
-        assert_eq!(arrived.elapsed(), hold);
-        // a slow handler already spent it
-        let arrived = Instant::now();
-        tokio::time::advance(Duration::from_millis(5)).await;
+        assert!(arrived.elapsed() >= hold, "{:?}", arrived.elapsed());
+        // a slow handler already spent it: no wait at all
+        let arrived = Instant::now() - Duration::from_millis(50);
         let before = Instant::now();
         wait(arrived, hold).await;
-        assert_eq!(before.elapsed(), Duration::ZERO);
+        assert!(before.elapsed() < hold, "{:?}", before.elapsed());
     }
 }
