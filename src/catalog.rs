@@ -31,15 +31,15 @@ pub trait ConfigSource: Send + Sync {
     async fn fetch(&self) -> Result<Value, String>;
 }
 
-/// The engine as the core sees it: calls to other workers' functions
-/// (sandbox forwarding), fire-and-forget trigger fan-out and byte channels
-/// ([`crate::stream`]). Implemented by the bus over the SDK, and by fakes in
-/// tests.
 /// The code of [`Outbound::call`]'s error when no answer came within the
 /// call's timeout (the engine's own code for it). The callee may still have
 /// run: an answer can be lost on its way back (ENGINE-FACTS.md).
 pub const CALL_TIMED_OUT: &str = "timeout";
 
+/// The engine as the core sees it: calls to other workers' functions
+/// (sandbox forwarding), fire-and-forget trigger fan-out and byte channels
+/// ([`crate::stream`]). Implemented by the bus over the SDK, and by fakes in
+/// tests.
 #[async_trait::async_trait]
 pub trait Outbound: Send + Sync {
     /// Call a function over the engine and wait for its result. Errors keep

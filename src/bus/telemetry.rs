@@ -29,13 +29,14 @@ pub fn requested(value: Option<&str>) -> Option<bool> {
 /// The SDK's telemetry settings for this process, and whether export is on.
 pub fn config() -> (OtelConfig, bool) {
     let raw = std::env::var(SWITCH).ok();
-    let on = requested(raw.as_deref()).unwrap_or(false);
-    if raw.is_some() && requested(raw.as_deref()).is_none() {
+    let asked = requested(raw.as_deref());
+    if let (Some(value), None) = (&raw, asked) {
         tracing::warn!(
-            value = raw.as_deref().unwrap_or_default(),
+            value = %value,
             "{SWITCH} is not one of true/false/1/0/yes/no/on/off; telemetry export stays off"
         );
     }
+    let on = asked.unwrap_or(false);
     let config = OtelConfig {
         enabled: Some(on),
         ..OtelConfig::default()
