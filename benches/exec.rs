@@ -15,9 +15,11 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use ide::catalog::{Catalog, Services};
+use ide::catalog::Catalog;
+
 use ide::config::Config;
 use ide::runtime::Runtime;
+use ide::services::Services;
 use serde_json::json;
 use std::io::Read;
 use std::process::{Command, Stdio};

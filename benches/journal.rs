@@ -12,10 +12,12 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use ide::catalog::{Catalog, Services};
+use ide::catalog::Catalog;
+
 use ide::config::Config;
 use ide::journal::{ChangeKind, ChangeRecord, Version};
 use ide::runtime::Runtime;
+use ide::services::Services;
 use serde_json::json;
 use std::io::Write;
 use std::time::{Duration, Instant};

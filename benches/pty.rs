@@ -107,7 +107,7 @@ fn main() {
 struct Sink(mpsc::UnboundedSender<(u64, usize, Vec<u8>, bool)>);
 
 #[async_trait::async_trait]
-impl ide::catalog::Outbound for Sink {
+impl ide::ports::Outbound for Sink {
     async fn call(
         &self,
         _id: &str,
@@ -127,7 +127,7 @@ impl ide::catalog::Outbound for Sink {
         ));
         Ok(json!({}))
     }
-    fn fire(&self, _: &ide::catalog::Binding, _: Value) {}
+    fn fire(&self, _: &ide::ports::Binding, _: Value) {}
 }
 
 async fn in_process(quick: bool) {
@@ -135,8 +135,8 @@ async fn in_process(quick: bool) {
     let mut cfg = Config::zero_config();
     cfg.working_dir = Some(dir.path().to_path_buf());
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let outbound: Arc<dyn ide::catalog::Outbound> = Arc::new(Sink(tx));
-    let services = Arc::new(ide::catalog::Services {
+    let outbound: Arc<dyn ide::ports::Outbound> = Arc::new(Sink(tx));
+    let services = Arc::new(ide::services::Services {
         live: Arc::new(ide::runtime::LiveRuntime::new(
             ide::runtime::Runtime::build(cfg).unwrap(),
         )),

@@ -33,12 +33,15 @@ pub mod control;
 pub mod error;
 pub mod exec;
 pub mod fs;
+pub mod function;
 pub mod jail;
 pub mod journal;
 pub mod policy;
+pub mod ports;
 pub mod pty;
 pub mod runtime;
 pub mod sandbox;
+pub mod services;
 pub mod stream;
 #[cfg(test)]
 pub mod testkit;

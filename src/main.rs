@@ -1,9 +1,10 @@
 //! The `ide` command line: serve (default), `call`, `functions`.
 
 use clap::{Parser, Subcommand};
-use ide::catalog::{Catalog, Services};
+use ide::catalog::Catalog;
 use ide::config::{BUILTIN_DEFAULT_YAML, Config};
 use ide::runtime::Runtime;
+use ide::services::Services;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -6,7 +6,7 @@
 //! call loads one snapshot at its start ([`LiveRuntime::snapshot`]) and uses it
 //! to the end, so no call ever sees half of two policies.
 
-use crate::config::Config;
+use crate::config::{Config, PtyConfig};
 use crate::policy::{Mode, Policy};
 use arc_swap::ArcSwap;
 use regex::Regex;
@@ -27,8 +27,8 @@ pub struct Runtime {
     /// worker's cwd.
     pub working_dir: PathBuf,
     /// Where a command without `cwd` starts, opened once per snapshot
-    /// (see `exec::default_cwd`).
-    pub command_cwd: std::sync::OnceLock<crate::exec::Cwd>,
+    /// (see [`Runtime::default_cwd`]).
+    command_cwd: std::sync::OnceLock<Cwd>,
     /// `turns.data_dir`, resolved against the worker's cwd when relative.
     pub turns_dir: PathBuf,
 }
@@ -75,14 +75,13 @@ impl Runtime {
         if config.pty.max_sessions == 0 {
             return Err("pty.max_sessions must be at least 1".to_string());
         }
-        if !(crate::pty::MIN_RING_BYTES..=crate::pty::MAX_RING_BYTES)
-            .contains(&config.pty.ring_bytes)
+        if !(PtyConfig::MIN_RING_BYTES..=PtyConfig::MAX_RING_BYTES).contains(&config.pty.ring_bytes)
         {
             return Err(format!(
                 "pty.ring_bytes is {}; it must be between {} and {} (2097152 is the default)",
                 config.pty.ring_bytes,
-                crate::pty::MIN_RING_BYTES,
-                crate::pty::MAX_RING_BYTES
+                PtyConfig::MIN_RING_BYTES,
+                PtyConfig::MAX_RING_BYTES
             ));
         }
         let policy = Policy::build(&config, &working_dir)?;
@@ -122,6 +121,38 @@ where
     tokio::task::spawn_blocking(move || crate::journal::enter(scope, f))
         .await
         .map_err(|e| crate::error::Failure::io(format!("blocking task failed: {e}")))?
+}
+
+/// Where a command starts: the directory the policy resolved, held open,
+/// so the child enters that very directory (by handle) whatever happens to
+/// its path in between.
+#[derive(Debug, Clone)]
+pub struct Cwd {
+    pub path: PathBuf,
+    pub handle: Option<Arc<std::os::fd::OwnedFd>>,
+}
+
+impl Runtime {
+    /// The directory a command without `cwd` starts in: the configured
+    /// `working_dir`; with a jail and no `working_dir`, the primary jail root
+    /// (not the worker's own cwd, which may lie outside the jail). Opened by
+    /// handle when the policy accepts it — once per runtime snapshot.
+    pub fn default_cwd(&self) -> Cwd {
+        self.command_cwd
+            .get_or_init(|| {
+                let path = match (&self.config.working_dir, self.policy.jail_roots().first()) {
+                    (None, Some(primary)) => primary.clone(),
+                    _ => self.working_dir.clone(),
+                };
+                let handle = self
+                    .policy
+                    .locate(&path)
+                    .and_then(|r| r.loc().open_path().ok())
+                    .map(Arc::new);
+                Cwd { path, handle }
+            })
+            .clone()
+    }
 }
 
 /// Outcome of the most recent hot reload.

@@ -6,8 +6,8 @@
 //! pass through verbatim when they are ones callers branch on (S001–S004,
 //! S100–S102, S300, S400); anything else collapses to S216.
 
-use crate::catalog::Ctx;
 use crate::error::{Class, Failure, WireError};
+use crate::function::Ctx;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

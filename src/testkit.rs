@@ -1,8 +1,12 @@
 //! Test fixtures shared by the unit tests: a jailed context over a temp dir.
 
-use crate::catalog::{Catalog, Ctx, Services};
+use crate::catalog::Catalog;
+
+use crate::function::Ctx;
+
 use crate::config::Config;
 use crate::runtime::Runtime;
+use crate::services::Services;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -3,8 +3,8 @@
 //! directory, even outside the jail; this one refuses what the policy
 //! refuses, with the same redaction).
 
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface, quote};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::{Mode, Resolved, Tail};
 use base64::Engine;
 use schemars::JsonSchema;

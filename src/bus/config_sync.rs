@@ -2,8 +2,8 @@
 //! pre-rename `shell` value once, and fetch the authoritative value.
 
 use super::ServeError;
-use crate::catalog::ConfigSource;
 use crate::config::Config;
+use crate::ports::ConfigSource;
 use iii_sdk::IIIClient;
 use iii_sdk::protocol::TriggerRequest;
 use serde_json::{Value, json};

@@ -17,9 +17,15 @@ pub mod nodelay;
 pub mod telemetry;
 mod ui;
 
-use crate::catalog::{Binding, Catalog, ConfigSource, Outbound, Services, TriggerProvider};
+use crate::catalog::Catalog;
+
+use crate::function::TriggerProvider;
+
+use crate::ports::{Binding, ConfigSource, Outbound};
+
 use crate::error::WireError;
 use crate::runtime::{LiveRuntime, Runtime};
+use crate::services::Services;
 use crate::stream::{ByteSink, ByteSource, ContentRef, StreamError};
 use iii_sdk::protocol::{
     RegisterTriggerInput, TriggerAction, TriggerRequest, TriggerRequestWithMetadata,
@@ -173,7 +179,7 @@ async fn start(iii: &IIIClient, seed: Value) -> Result<Arc<Services>, ServeError
     // The engine handles one connection's frames in order, so once this
     // re-fetch is answered the binding is live: a change made before it is
     // seen here, one made after it fires the trigger. Nothing is missed.
-    let ctx = crate::catalog::Ctx::new(services.clone());
+    let ctx = crate::function::Ctx::new(services.clone());
     if let Err(e) = crate::control::on_config_change::reload(&ctx).await {
         tracing::error!(error = %e, "configuration re-fetch after binding the trigger failed");
     }
@@ -217,7 +223,7 @@ fn register_catalog(iii: &IIIClient, catalog: &Arc<Catalog>, services: &Arc<Serv
         let registration = RegisterFunction::new_async(move |payload: Value| {
             let arrived = tokio::time::Instant::now();
             let handler = handler.clone();
-            let ctx = crate::catalog::Ctx::new(services.clone());
+            let ctx = crate::function::Ctx::new(services.clone());
             let task = main.spawn(async move {
                 let out = handler(ctx, payload).await;
                 answer_hold::wait(arrived, hold).await;
@@ -266,7 +272,7 @@ impl Outbound for SdkOutbound {
         self.iii.trigger(req).await.map_err(|e| match e {
             iii_sdk::Error::Remote { code, message, .. } => WireError { code, message },
             iii_sdk::Error::Timeout => WireError {
-                code: crate::catalog::CALL_TIMED_OUT.to_string(),
+                code: crate::ports::CALL_TIMED_OUT.to_string(),
                 message: format!(
                     "no answer from {function_id} within {} ms",
                     timeout_ms.unwrap_or(30_000)
@@ -448,7 +454,7 @@ async fn watch_reconnects(
             tracing::info!("reconnected to the engine; re-confirming configuration");
             config_sync::reregister(iii).await;
             ui.publish(iii);
-            let ctx = crate::catalog::Ctx::new(services.clone());
+            let ctx = crate::function::Ctx::new(services.clone());
             match crate::control::on_config_change::reload(&ctx).await {
                 Ok(_) => tracing::info!("configuration re-confirmed after reconnect"),
                 Err(e) => {

@@ -8,8 +8,8 @@
 
 use super::{blocking, resolve, resolve_scope};
 use crate::atomic::{Clobber, Hashed, write_hashed};
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface, WireError};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::{Resolved, parse_octal_mode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -8,8 +8,8 @@
 //! their ancestors) are never deleted.
 
 use super::{blocking, resolve_scope};
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface, WireError, quote};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::{Resolved, Tail};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

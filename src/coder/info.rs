@@ -4,8 +4,8 @@
 //! response budget, and both glob lists, all read from the call's runtime
 //! snapshot. Agents call it first, and again whenever a path is rejected.
 
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::Failure;
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::Mode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -138,9 +138,9 @@ pub fn info(ctx: &Ctx) -> InfoOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::Services;
     use crate::config::Config;
     use crate::runtime::Runtime;
+    use crate::services::Services;
 
     fn ctx(cfg: Config) -> Ctx {
         Ctx::new(Services::standalone(Runtime::build(cfg).unwrap()))
@@ -183,7 +183,7 @@ mod tests {
 
     #[test]
     fn response_schema_requires_the_contract_fields() {
-        let schema = crate::catalog::schema_of::<InfoOutput>();
+        let schema = crate::function::schema_of::<InfoOutput>();
         let required: Vec<&str> = schema["required"]
             .as_array()
             .unwrap()

@@ -7,8 +7,8 @@
 //! with `non_accessible: true`.
 
 use super::{EntryKind, blocking, mtime_secs, resolve, resolve_scope};
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::Resolved;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

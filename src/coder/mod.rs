@@ -16,8 +16,8 @@ pub mod search;
 pub mod tree;
 pub mod update_file;
 
-use crate::catalog::Ctx;
 use crate::error::{Failure, Surface};
+use crate::function::Ctx;
 use crate::policy::{Resolved, Tail};
 use std::path::PathBuf;
 use std::time::UNIX_EPOCH;

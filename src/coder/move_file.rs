@@ -11,8 +11,8 @@
 use super::create_file::ensure_parent;
 use super::{blocking, resolve_scope};
 use crate::atomic::{Clobber, Staged, rename};
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface, WireError, quote};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::{Resolved, Tail};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

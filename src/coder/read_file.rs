@@ -16,8 +16,8 @@
 
 use super::lines::{self, WindowText};
 use super::{blocking, mode_bits, mtime_secs, resolve, resolve_scope, revision_of};
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface, WireError};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

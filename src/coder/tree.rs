@@ -10,8 +10,8 @@
 
 use super::list_folder::{describe, sorted_names};
 use super::{EntryKind, blocking, mtime_secs, resolve, resolve_scope};
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;

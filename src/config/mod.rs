@@ -202,6 +202,13 @@ pub struct PtyConfig {
     pub exited_retention_secs: u64,
 }
 
+impl PtyConfig {
+    /// Smallest `ring_bytes`: room for the delivery window of full frames.
+    pub const MIN_RING_BYTES: u64 = 256 * 1024;
+    /// Largest `ring_bytes`.
+    pub const MAX_RING_BYTES: u64 = 1 << 30;
+}
+
 impl Default for PtyConfig {
     fn default() -> Self {
         PtyConfig {

@@ -4,7 +4,7 @@
 //! non-zero `rejected_reloads` means the central store holds a value this
 //! worker refused, so it enforces an older policy than the store shows.
 
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::runtime::ReloadStatus;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -6,8 +6,8 @@
 //! recorded for `shell::config-status`) and not retried: re-fetching would
 //! return the same bad value.
 
-use crate::catalog::{Ctx, Flags, FunctionDef, event_function};
 use crate::error::Failure;
+use crate::function::{Ctx, Flags, FunctionDef, event_function};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -20,8 +20,8 @@ use super::process::{self, KILL_GRACE, Outputs};
 use super::{
     HostFields, argv, denylist, host_spec, output_cap, output_limit, sandbox_target, timeout,
 };
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::Failure;
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::sandbox::{Target, check_sandbox_call};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

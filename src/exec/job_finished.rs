@@ -8,8 +8,10 @@
 //! the binding's metadata; a slow subscriber delays nothing.
 
 use super::jobs::JobStatus;
-use crate::catalog::{Binding, Services, TriggerProvider, TriggerTypeDef, schema_of};
 use crate::error::Failure;
+use crate::function::{TriggerProvider, TriggerTypeDef, schema_of};
+use crate::ports::Binding;
+use crate::services::Services;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -26,8 +26,8 @@
 use super::capture::Keep;
 use super::job_finished::JobFinishedEvent;
 use super::process::{DRAIN_GRACE, KILL_GRACE, LiveGroups, Outputs, Process};
-use crate::catalog::{Binding, Outbound};
 use crate::error::{Class, Failure};
+use crate::ports::{Binding, Outbound};
 use crate::runtime::Runtime;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;

@@ -8,8 +8,8 @@
 //! `killed: false` with its status.
 
 use super::jobs::JobStatus;
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::Failure;
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -41,7 +41,6 @@ use crate::error::{Failure, Surface};
 use crate::policy::Tail;
 use crate::runtime::Runtime;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The host-only fields of a call, as received.
@@ -97,40 +96,11 @@ pub async fn host_spec(
     })
 }
 
-/// Where a command starts: the directory the policy resolved, held open,
-/// so the child enters that very directory (by handle) whatever happens to
-/// its path in between.
-#[derive(Debug, Clone)]
-pub struct Cwd {
-    pub path: PathBuf,
-    pub handle: Option<Arc<std::os::fd::OwnedFd>>,
-}
+pub use crate::runtime::Cwd;
 
-/// The directory a command without `cwd` starts in: the configured
-/// `working_dir`; with a jail and no `working_dir`, the primary jail root
-/// (not the worker's own cwd, which may lie outside the jail). Opened by
-/// handle when the policy accepts it — once per runtime snapshot.
+/// The directory a command without `cwd` starts in ([`Runtime::default_cwd`]).
 pub fn default_cwd(runtime: &Runtime) -> Cwd {
-    runtime
-        .command_cwd
-        .get_or_init(|| open_default_cwd(runtime))
-        .clone()
-}
-
-fn open_default_cwd(runtime: &Runtime) -> Cwd {
-    let path = match (
-        &runtime.config.working_dir,
-        runtime.policy.jail_roots().first(),
-    ) {
-        (None, Some(primary)) => primary.clone(),
-        _ => runtime.working_dir.clone(),
-    };
-    let handle = runtime
-        .policy
-        .locate(&path)
-        .and_then(|r| r.loc().open_path().ok())
-        .map(Arc::new);
-    Cwd { path, handle }
+    runtime.default_cwd()
 }
 
 /// What a `cwd` that is not a directory is reported as: `shell::exec`'s

@@ -6,8 +6,8 @@
 //! capped by `max_output_bytes` exactly like host output.
 
 use super::capture::{Capture, Keep, Kept, Shape};
-use crate::catalog::Ctx;
 use crate::error::Failure;
+use crate::function::Ctx;
 use serde::Deserialize;
 use serde_json::{Value, json};
 

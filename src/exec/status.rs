@@ -6,8 +6,8 @@
 use super::capture::Keep;
 use super::jobs::{JobStatus, JobView};
 use super::output_limit;
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::Failure;
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -1,12 +1,16 @@
 //! The exec surface through the catalog, as a caller sees it: decoding,
 //! policy, processes, the job table and job-finished fan-out.
 
-use crate::catalog::{Binding, Catalog, Outbound, Services};
+use crate::catalog::Catalog;
+
+use crate::ports::{Binding, Outbound};
+
 use crate::config::Config;
 use crate::error::WireError;
 use crate::exec::jobs::{JobStatus, JobTable, MAX_RETAINED, NewJob, Runner, Started};
 use crate::exec::process::Outputs;
 use crate::runtime::{LiveRuntime, Runtime};
+use crate::services::Services;
 use crate::testkit::pid_alive;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};

@@ -11,8 +11,8 @@
 //! directories cannot cut the walk short. `entries_changed` counts the
 //! entries the change was applied to.
 
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Failure, Surface};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::jail::dir::Kind;
 use crate::jail::walk::{self, Step};
 use crate::policy::{Resolved, Tail};

@@ -15,8 +15,8 @@
 //! file's path below it.
 
 use super::tree::{Filter, Tree};
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::Tail;
 use crate::sandbox::Target;
 use grep_regex::RegexMatcherBuilder;

@@ -17,8 +17,8 @@
 //! [`CACHE_TTL`], and at most [`CACHE_DIRS`] directories are kept.
 
 use super::stat::FsEntry;
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Failure, Surface};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::Tail;
 use crate::sandbox::Target;
 use schemars::JsonSchema;

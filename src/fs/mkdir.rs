@@ -6,8 +6,8 @@
 //! answers `created: false, already_existed: true`. Without `parents`, an
 //! existing path is S213 and a missing parent the redacted S211.
 
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::Tail;
 use crate::sandbox::Target;
 use schemars::JsonSchema;

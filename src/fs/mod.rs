@@ -35,8 +35,8 @@ pub mod write;
 #[cfg(test)]
 pub(crate) mod testkit;
 
-use crate::catalog::{Ctx, FunctionDef};
 use crate::error::{Class, Failure, Surface};
+use crate::function::{Ctx, FunctionDef};
 use crate::sandbox::Target;
 use serde::de::DeserializeOwned;
 use serde_json::Value;

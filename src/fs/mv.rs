@@ -13,8 +13,8 @@
 //! points to `coder::move`, which copies and deletes.
 
 use crate::atomic::Clobber;
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::Tail;
 use crate::sandbox::Target;
 use schemars::JsonSchema;

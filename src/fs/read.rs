@@ -14,8 +14,8 @@
 //! `size`, which is how a consumer tells it from a complete one (the engine
 //! closes a channel the same way in both cases).
 
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::Tail;
 use crate::sandbox::Target;
 use crate::stream::{ByteSink, ContentRef};
@@ -258,7 +258,7 @@ mod tests {
     async fn without_an_engine_read_says_so() {
         let dir = tempfile::TempDir::new().unwrap();
         std::fs::write(dir.path().join("f"), "x").unwrap();
-        let services = crate::catalog::Services::standalone(
+        let services = crate::services::Services::standalone(
             crate::runtime::Runtime::build(crate::config::Config::zero_config()).unwrap(),
         );
         let e = crate::catalog::Catalog::standard()

@@ -12,8 +12,8 @@
 //! therefore true on every host success (it is meaningful as a contract
 //! field for callers that also talk to sandboxes, where it is false).
 
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::Tail;
 use crate::sandbox::Target;
 use schemars::JsonSchema;

@@ -23,8 +23,8 @@
 
 use super::tree::{Filter, Tree};
 use crate::atomic::Staged;
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::Resolved;
 use crate::policy::Tail;
 use crate::sandbox::Target;

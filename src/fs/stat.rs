@@ -5,8 +5,8 @@
 //! string) and never followed, so a link pointing out of the jail reveals
 //! nothing about its target. Missing / denied / protected → the one S211.
 
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Failure, Surface};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::Tail;
 use crate::sandbox::Target;
 use schemars::JsonSchema;

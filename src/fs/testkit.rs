@@ -2,10 +2,14 @@
 //! a directory outside it, a fake engine (in-memory channels and canned
 //! `sandbox::fs::*` answers) and the redaction check every function runs.
 
-use crate::catalog::{Binding, Catalog, Outbound, Services};
+use crate::catalog::Catalog;
+
+use crate::ports::{Binding, Outbound};
+
 use crate::config::Config;
 use crate::error::WireError;
 use crate::runtime::{LiveRuntime, Runtime};
+use crate::services::Services;
 use crate::stream::memory::Pipes;
 use crate::stream::{ByteSink, ByteSource, ContentRef, StreamError};
 use serde_json::{Value, json};

@@ -26,8 +26,8 @@
 //! may die mid-upload should check `bytes_written`.
 
 use crate::atomic::{Sealed, Staged};
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::Resolved;
 use crate::policy::Tail;
 use crate::sandbox::Target;

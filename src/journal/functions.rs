@@ -1,8 +1,8 @@
 //! `coder::change-diff`, `shell::turns::list`, `shell::turns::revert`.
 
 use super::{ChangeKind, ChangeRecord, Journal, Scope, key};
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface, quote};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::{Resolved, Tail};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

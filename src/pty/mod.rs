@@ -21,10 +21,10 @@ pub mod utf8;
 
 pub use session::Sessions;
 
-/// Smallest `pty.ring_bytes`: room for the delivery window of full frames.
-pub const MIN_RING_BYTES: u64 = 256 * 1024;
+/// Smallest `pty.ring_bytes` (see [`crate::config::PtyConfig`]).
+pub const MIN_RING_BYTES: u64 = crate::config::PtyConfig::MIN_RING_BYTES;
 /// Largest `pty.ring_bytes`.
-pub const MAX_RING_BYTES: u64 = 1 << 30;
+pub const MAX_RING_BYTES: u64 = crate::config::PtyConfig::MAX_RING_BYTES;
 
 #[cfg(test)]
 mod tests;

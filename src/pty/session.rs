@@ -23,9 +23,9 @@ use super::ring::{End, Frame, Ring};
 use super::screen::{Rendered, Screen};
 use super::spawn::{self, Spawned};
 use super::utf8;
-use crate::catalog::Outbound;
 use crate::error::{Class, Failure, quote};
 use crate::exec::tree::Tree;
+use crate::ports::Outbound;
 use base64::Engine as _;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
@@ -975,7 +975,7 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
                             st.delivered += 1;
                         }
                     }
-                    Err(e) if e.code == crate::catalog::CALL_TIMED_OUT => {
+                    Err(e) if e.code == crate::ports::CALL_TIMED_OUT => {
                         // the page may have applied it: sent again at once,
                         // it drops a frame it already has
                         let since = *st.timing_out_since.get_or_insert_with(Instant::now);

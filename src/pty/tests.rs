@@ -1,10 +1,14 @@
 //! In-process tests of the `shell::pty::*` functions, with a fake engine
 //! standing in for the console's output handler.
 
-use crate::catalog::{Catalog, Outbound, Services};
+use crate::catalog::Catalog;
+
+use crate::ports::Outbound;
+
 use crate::config::Config;
 use crate::error::WireError;
 use crate::runtime::{LiveRuntime, Runtime};
+use crate::services::Services;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -50,7 +54,7 @@ impl Outbound for FakeConsole {
         {
             tokio::time::sleep(Duration::from_millis(timeout_ms.unwrap_or(30_000))).await;
             return Err(WireError {
-                code: crate::catalog::CALL_TIMED_OUT.into(),
+                code: crate::ports::CALL_TIMED_OUT.into(),
                 message: format!("no answer from {id}"),
             });
         }
@@ -60,7 +64,7 @@ impl Outbound for FakeConsole {
         }
         Ok(json!({}))
     }
-    fn fire(&self, _: &crate::catalog::Binding, _: Value) {}
+    fn fire(&self, _: &crate::ports::Binding, _: Value) {}
 }
 
 struct World {

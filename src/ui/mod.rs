@@ -7,8 +7,8 @@
 //! `console:script` / `console:style` binding whose `function_id` is this
 //! function (`bus::publish_ui`); the console then asks for it by path.
 
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, quote};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

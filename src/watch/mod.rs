@@ -18,9 +18,13 @@ pub mod coalesce;
 pub mod feed;
 pub mod source;
 
-use crate::catalog::{Binding, Outbound, Services, TriggerProvider, TriggerTypeDef, schema_of};
+use crate::function::{TriggerProvider, TriggerTypeDef, schema_of};
+
+use crate::ports::{Binding, Outbound};
+
 use crate::error::{Class, Failure, quote};
 use crate::policy::Tail;
+use crate::services::Services;
 use feed::{Feed, Out, Setup, Sink};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -4,9 +4,9 @@
 
 use super::source::{Injecting, Injector, Raw, Source};
 use super::*;
-use crate::catalog::Binding;
 use crate::config::Config;
 use crate::error::{Surface, WireError};
+use crate::ports::Binding;
 use crate::runtime::{LiveRuntime, Runtime};
 use serde_json::json;
 use std::fs;

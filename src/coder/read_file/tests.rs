@@ -184,7 +184,7 @@ async fn a_file_over_max_read_bytes_has_no_revision_on_a_window() {
 
 #[test]
 fn the_line_window_schema_says_what_the_code_enforces() {
-    let schema = crate::catalog::schema_of::<super::ReadFileInput>();
+    let schema = crate::function::schema_of::<super::ReadFileInput>();
     for key in ["line_from", "line_to"] {
         let p = &schema["properties"][key];
         assert_eq!(p["minimum"].as_f64(), Some(1.0), "{key}: {p}");

@@ -90,8 +90,8 @@ mod scan;
 mod tests;
 mod walk;
 
-use crate::catalog::{Ctx, Flags, FunctionDef, function};
 use crate::error::{Class, Failure, Surface};
+use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::Tail;
 use crate::runtime::Runtime;
 use globset::{Glob, GlobSet, GlobSetBuilder};

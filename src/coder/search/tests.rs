@@ -1,7 +1,8 @@
-use crate::catalog::{Catalog, Services};
+use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::error::WireError;
 use crate::runtime::Runtime;
+use crate::services::Services;
 use serde_json::{Value, json};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -855,7 +856,7 @@ fn numbers_as_f64(v: &Value) -> Value {
 /// coder contract), must come out of the schema exactly.
 #[test]
 fn request_schema_matches_the_contract() {
-    let schema = crate::catalog::schema_of::<super::SearchInput>();
+    let schema = crate::function::schema_of::<super::SearchInput>();
     assert_eq!(schema["title"], "SearchInput");
     assert_eq!(schema["required"], json!(["query"]));
     assert_eq!(schema["examples"], json!([super::search_example()]));
@@ -889,7 +890,7 @@ fn request_schema_matches_the_contract() {
 
 #[test]
 fn response_schema_matches_the_contract_plus_honest_budgets() {
-    let schema = crate::catalog::schema_of::<super::SearchOutput>();
+    let schema = crate::function::schema_of::<super::SearchOutput>();
     assert_eq!(schema["title"], "SearchOutput");
     let expected: Value = serde_json::from_str(CONTRACT_RESPONSE_DEFINITIONS).unwrap();
     for (k, v) in expected.as_object().unwrap() {
