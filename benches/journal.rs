@@ -1,7 +1,7 @@
 //! The change journal's cost, side by side in one run:
 //!
 //! - `coder::update-file` of a 100 KB file, in process, with the journal and
-//!   without it (`journal::without`), interleaved;
+//!   without it (`Ctx::unjournaled`), interleaved;
 //! - `shell::turns::list` over a journal of 100 000 changes (opening it —
 //!   which rebuilds the index — and then listing pages);
 //! - `shell::workspace::read-bytes` of a 1 GiB file in 4 MiB chunks through
@@ -149,15 +149,16 @@ fn main() {
     let catalog = Catalog::standard();
 
     // --- update-file of 100 KB, with and without the journal --------------
-    // One timed call, journaled or inside `journal::without`.
+    // One timed call, journaled or in an unjournaled `Ctx`.
     let timed = |edit: serde_json::Value, journaled: bool| {
-        let call = catalog.call(&services, "coder::update-file", edit);
-        let t = Instant::now();
-        let v = if journaled {
-            rt.block_on(call)
+        let ctx = if journaled {
+            ide::function::Ctx::new(services.clone())
         } else {
-            rt.block_on(ide::journal::without(call))
+            ide::function::Ctx::unjournaled(services.clone())
         };
+        let call = catalog.call_in(ctx, "coder::update-file", edit);
+        let t = Instant::now();
+        let v = rt.block_on(call);
         let took = t.elapsed();
         let id = &v.unwrap()["results"][0]["change_id"];
         assert_eq!(id.is_string(), journaled);

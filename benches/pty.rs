@@ -136,15 +136,11 @@ async fn in_process(quick: bool) {
     cfg.working_dir = Some(dir.path().to_path_buf());
     let (tx, mut rx) = mpsc::unbounded_channel();
     let outbound: Arc<dyn ide::ports::Outbound> = Arc::new(Sink(tx));
-    let services = Arc::new(ide::services::Services {
-        live: Arc::new(ide::runtime::LiveRuntime::new(
-            ide::runtime::Runtime::build(cfg).unwrap(),
-        )),
-        config_source: None,
-        outbound: Some(outbound.clone()),
-        jobs: Arc::new(ide::exec::jobs::JobTable::new(Some(outbound))),
-        pty: Arc::new(ide::pty::Sessions::new()),
-    });
+    let services = Arc::new(ide::services::Services::new(
+        ide::runtime::Runtime::build(cfg).unwrap(),
+        None,
+        Some(outbound.clone()),
+    ));
     let catalog = ide::catalog::Catalog::standard();
     let target = "iii::bench-ui::pty-output::console-inproc";
     let n = if quick { 200 } else { 1000 };

@@ -259,6 +259,7 @@ fn setup() {
                 loc: loc.clone(),
                 include_ignored: false,
                 cap: 1000,
+                marks: Default::default(),
             },
             live.clone(),
         );

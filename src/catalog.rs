@@ -59,7 +59,7 @@ impl Catalog {
         defs.extend(crate::pty::functions::defs());
         let trigger_types = vec![
             crate::exec::job_finished::trigger_type(),
-            crate::watch::trigger_type(),
+            crate::watch::changed::trigger_type(),
         ];
         Catalog {
             defs,
@@ -86,11 +86,16 @@ impl Catalog {
         id: &str,
         payload: Value,
     ) -> Result<Value, WireError> {
+        self.call_in(Ctx::new(services.clone()), id, payload).await
+    }
+
+    /// Run one function in a given context ([`Ctx::unjournaled`]).
+    pub async fn call_in(&self, ctx: Ctx, id: &str, payload: Value) -> Result<Value, WireError> {
         let def = self.get(id).ok_or_else(|| WireError {
             code: "function_not_found".into(),
             message: format!("Function {id} not found; `ide functions` lists the catalog"),
         })?;
-        (def.handler)(Ctx::new(services.clone()), payload).await
+        (def.handler)(ctx, payload).await
     }
 
     /// The catalog as printed by `ide functions`: exactly what is registered.

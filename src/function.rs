@@ -11,6 +11,7 @@
 //! misspelt option never silently falls back to its default.
 
 use crate::error::{Failure, Surface, WireError};
+use crate::journal::Scope;
 use crate::ports::Binding;
 use crate::runtime::Runtime;
 use crate::services::Services;
@@ -41,11 +42,18 @@ pub struct TriggerTypeDef {
     pub provider: Arc<dyn TriggerProvider>,
 }
 
-/// What a handler gets: one runtime snapshot and the shared services.
+/// What a handler gets: one runtime snapshot, the shared services and the
+/// call's scope (who is changing files, and the journal recording it).
 #[derive(Clone)]
 pub struct Ctx {
     pub runtime: Arc<Runtime>,
     pub services: Arc<Services>,
+    /// Set by the builder for each call; every write the handler makes is
+    /// handed [`Scope::recorder`].
+    pub scope: Scope,
+    /// Whether the builder gives calls a recorded scope (off only to
+    /// measure the journal's own cost side by side).
+    journaled: bool,
 }
 
 impl Ctx {
@@ -54,6 +62,17 @@ impl Ctx {
         Ctx {
             runtime: services.live.snapshot(),
             services,
+            scope: Scope::none(),
+            journaled: true,
+        }
+    }
+
+    /// A context whose calls are not journaled (benchmarks of the journal's
+    /// own cost; nothing on the wire reaches it).
+    pub fn unjournaled(services: Arc<Services>) -> Ctx {
+        Ctx {
+            journaled: false,
+            ..Ctx::new(services)
         }
     }
 }
@@ -171,18 +190,17 @@ where
     let string_arrays = Arc::new(string_array_properties(&request_schema));
     let surface = Surface::of(id);
     let f = Arc::new(f);
-    let handler: Handler = Arc::new(move |ctx: Ctx, payload: Value| {
+    let handler: Handler = Arc::new(move |mut ctx: Ctx, payload: Value| {
         let f = f.clone();
         let accepted = accepted.clone();
         let string_arrays = string_arrays.clone();
         Box::pin(async move {
-            let scope = crate::journal::Scope::of_call(id, &payload, &ctx.runtime);
+            if ctx.journaled {
+                ctx.scope = Scope::of_call(id, &payload, &ctx.runtime, &ctx.services.journals);
+            }
             let req: Req =
                 decode(id, payload, &accepted, &string_arrays).map_err(|e| e.to_wire(surface))?;
-            let resp = scope
-                .run(f(ctx, req))
-                .await
-                .map_err(|e| e.to_wire(surface))?;
+            let resp = f(ctx, req).await.map_err(|e| e.to_wire(surface))?;
             serde_json::to_value(resp).map_err(|e| {
                 Failure::io(format!("cannot encode the response: {e}")).to_wire(surface)
             })

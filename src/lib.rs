@@ -24,7 +24,6 @@
 //! Core modules know nothing about the transport: a function is a plain
 //! async fn over typed request/response structs and a [`catalog::Ctx`].
 
-pub mod atomic;
 pub mod bus;
 pub mod catalog;
 pub mod coder;

@@ -116,9 +116,7 @@ where
     F: FnOnce() -> Result<T, crate::error::Failure> + Send + 'static,
     T: Send + 'static,
 {
-    // The call's journal scope travels with the work (see `journal`).
-    let scope = crate::journal::current();
-    tokio::task::spawn_blocking(move || crate::journal::enter(scope, f))
+    tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| crate::error::Failure::io(format!("blocking task failed: {e}")))?
 }

@@ -1,40 +1,63 @@
 //! The long-lived services every call shares: the owners of state that
-//! outlives a call (the live runtime, background jobs and every command
-//! process group, terminal sessions) and the ports to the outside.
+//! outlives a call, and the ports to the outside. One `Services` per worker
+//! (tests make their own): nothing here is a process global.
 
+use crate::exec::jobs::JobTable;
+use crate::journal::Journals;
 use crate::ports::{ConfigSource, Outbound};
+use crate::pty::Sessions;
 use crate::runtime::{LiveRuntime, Runtime};
+use crate::watch::Registry;
 use std::sync::Arc;
 
 /// Long-lived services shared by every call.
 pub struct Services {
+    /// The runtime snapshot in force, swapped on hot reload.
     pub live: Arc<LiveRuntime>,
     /// Absent in `ide call` mode, where there is no configuration worker.
     pub config_source: Option<Arc<dyn ConfigSource>>,
     /// Absent in `ide call` mode, where there is no engine.
     pub outbound: Option<Arc<dyn Outbound>>,
     /// Background jobs and every live command process group.
-    pub jobs: Arc<crate::exec::jobs::JobTable>,
+    pub jobs: Arc<JobTable>,
     /// Terminal sessions (`shell::pty::*`).
-    pub pty: Arc<crate::pty::Sessions>,
+    pub pty: Arc<Sessions>,
+    /// The change journals open, and the marks of this worker's own writes.
+    pub journals: Arc<Journals>,
+    /// The watchers of the live change feed (`shell::changed`).
+    pub watch: Arc<Registry>,
 }
 
 impl Services {
+    /// Services over `runtime`, with these ports (none: `ide call`, tests).
+    pub fn new(
+        runtime: Runtime,
+        config_source: Option<Arc<dyn ConfigSource>>,
+        outbound: Option<Arc<dyn Outbound>>,
+    ) -> Services {
+        let journals = Arc::new(Journals::new());
+        Services {
+            live: Arc::new(LiveRuntime::new(runtime)),
+            config_source,
+            jobs: Arc::new(JobTable::new(outbound.clone())),
+            outbound,
+            pty: Arc::new(Sessions::new()),
+            watch: Arc::new(Registry::new(journals.marks().clone())),
+            journals,
+        }
+    }
+
     /// Services without an engine (`ide call`, unit tests).
     pub fn standalone(runtime: Runtime) -> Arc<Services> {
-        Arc::new(Services {
-            live: Arc::new(LiveRuntime::new(runtime)),
-            config_source: None,
-            outbound: None,
-            jobs: Arc::new(crate::exec::jobs::JobTable::new(None)),
-            pty: Arc::new(crate::pty::Sessions::new()),
-        })
+        Arc::new(Services::new(runtime, None, None))
     }
 
     /// Stop everything the services own (called on worker shutdown):
     /// every running command's process group and every terminal session
-    /// is killed and reaped.
+    /// is killed and reaped, and every watcher of the change feed stops.
     pub async fn shutdown(&self) {
-        tokio::join!(self.jobs.shutdown(), self.pty.shutdown());
+        let watch = self.watch.clone();
+        let watchers = tokio::task::spawn_blocking(move || watch.shutdown());
+        let _ = tokio::join!(self.jobs.shutdown(), self.pty.shutdown(), watchers);
     }
 }

@@ -268,7 +268,7 @@ fn read_bytes(
         .runtime
         .policy
         .resolve_existing(raw, Surface::Coder, Tail::Follow, None)?;
-    let (file, md) = crate::atomic::open_regular(raw, &r)?;
+    let (file, md) = r.loc().open_regular(raw)?;
     // Size and bytes come from the same open file: a file that shrinks or
     // grows between calls answers consistently for this call.
     let size = md.len();

@@ -24,7 +24,7 @@ use crate::function::TriggerProvider;
 use crate::ports::{Binding, ConfigSource, Outbound};
 
 use crate::error::WireError;
-use crate::runtime::{LiveRuntime, Runtime};
+use crate::runtime::Runtime;
 use crate::services::Services;
 use crate::stream::{ByteSink, ByteSource, ContentRef, StreamError};
 use iii_sdk::protocol::{
@@ -58,7 +58,7 @@ fn sweep_staging(services: &Arc<Services>) {
         };
         for root in roots {
             if let Some(at) = rt.policy.locate(&root) {
-                let n = crate::atomic::sweep(&at, std::time::Duration::from_secs(60));
+                let n = crate::jail::atomic::sweep(at.loc(), std::time::Duration::from_secs(60));
                 if n > 0 {
                     tracing::info!(root = %root.display(), removed = n, "swept stale staging files");
                 }
@@ -165,13 +165,7 @@ async fn start(iii: &IIIClient, seed: Value) -> Result<Arc<Services>, ServeError
         iii: iii.clone(),
         main: tokio::runtime::Handle::current(),
     });
-    let services = Arc::new(Services {
-        live: Arc::new(LiveRuntime::new(runtime)),
-        config_source: Some(source),
-        outbound: Some(outbound.clone()),
-        jobs: Arc::new(crate::exec::jobs::JobTable::new(Some(outbound))),
-        pty: Arc::new(crate::pty::Sessions::new()),
-    });
+    let services = Arc::new(Services::new(runtime, Some(source), Some(outbound)));
     let catalog = Arc::new(Catalog::standard());
     register_catalog(iii, &catalog, &services);
     register_trigger_types(iii, &catalog, &services);

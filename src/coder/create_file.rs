@@ -1,15 +1,16 @@
 //! `coder::create-file`: batched whole-file writes with per-entry results.
 //!
 //! Each entry is independent: one failure never stops the others. A write is
-//! atomic and durable ([`crate::atomic`]); `overwrite: false` is enforced by
+//! atomic and durable ([`crate::jail::atomic`]); `overwrite: false` is enforced by
 //! the kernel at rename time (no check-then-write race); `expected_revision`
 //! refuses to replace bytes that changed since the caller read them (C221,
 //! nothing written).
 
 use super::{blocking, resolve, resolve_scope};
-use crate::atomic::{Clobber, Hashed, write_hashed};
 use crate::error::{Class, Failure, Surface, WireError};
 use crate::function::{Ctx, Flags, FunctionDef, function};
+use crate::jail::atomic::{Clobber, Hashed, write_hashed};
+use crate::jail::record::Recorder;
 use crate::policy::{Resolved, parse_octal_mode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -112,13 +113,15 @@ async fn create(ctx: &Ctx, req: CreateFileInput) -> Result<CreateFileOutput, Fai
         let outcome = match prepare(ctx, &spec, scope.as_ref()) {
             Ok((path, mode)) => {
                 let max_write = ctx.runtime.config.fs.max_write_bytes;
-                blocking(move || write_one(&spec, &path, mode, max_write).map(|r| (path, r))).await
+                let rec = ctx.scope.recorder();
+                blocking(move || write_one(&spec, &path, mode, max_write, &rec).map(|r| (path, r)))
+                    .await
             }
             Err(f) => Err(f),
         };
         results.push(match outcome {
             Ok((path, (bytes, revision))) => CreateFileResult {
-                change_id: crate::journal::take_first(),
+                change_id: ctx.scope.take_first(),
                 path: path.path.display().to_string(),
                 success: true,
                 bytes_written: bytes,
@@ -126,7 +129,7 @@ async fn create(ctx: &Ctx, req: CreateFileInput) -> Result<CreateFileOutput, Fai
                 error: None,
             },
             Err(f) => CreateFileResult {
-                change_id: crate::journal::take_first(),
+                change_id: ctx.scope.take_first(),
                 path: raw,
                 success: false,
                 bytes_written: 0,
@@ -166,10 +169,9 @@ pub fn check_write_size(raw: &str, len: u64, max_write: u64) -> Result<(), Failu
 
 /// Refuse when the file's current bytes are not the revision the caller saw.
 pub fn check_revision(raw: &str, target: &Resolved, expected: &str) -> Result<(), Failure> {
-    let current = match crate::atomic::open_regular(raw, target) {
-        Ok((mut file, _)) => {
-            crate::atomic::revision_of_file(&mut file).map_err(|e| Failure::from_io(raw, &e))?
-        }
+    let current = match target.loc().open_regular(raw) {
+        Ok((mut file, _)) => crate::jail::atomic::revision_of_file(&mut file)
+            .map_err(|e| Failure::from_io(raw, &e))?,
         Err(f)
             if f.class == Class::NotFound
                 && target
@@ -227,6 +229,7 @@ fn write_one(
     target: &Resolved,
     mode: u32,
     max_write: u64,
+    rec: &Recorder,
 ) -> Result<(u64, String), Failure> {
     let raw = spec.path.as_str();
     let bytes = spec.content.as_bytes();
@@ -251,7 +254,7 @@ fn write_one(
         Clobber::Never
     };
     let hashed = Hashed::new(bytes);
-    write_hashed(target, &hashed, Some(mode), clobber).map_err(|e| {
+    write_hashed(target.loc(), &hashed, Some(mode), clobber, rec).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             Failure::new(
                 Class::Exists,

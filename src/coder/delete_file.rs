@@ -94,14 +94,14 @@ async fn delete(ctx: &Ctx, req: DeleteFileInput) -> Result<DeleteFileOutput, Fai
             };
         results.push(match outcome {
             Ok((path, removed)) => DeleteFileResult {
-                change_id: crate::journal::take_first(),
+                change_id: ctx.scope.take_first(),
                 path: path.display().to_string(),
                 success: true,
                 removed,
                 error: None,
             },
             Err(f) => DeleteFileResult {
-                change_id: crate::journal::take_first(),
+                change_id: ctx.scope.take_first(),
                 path: raw,
                 success: false,
                 removed: false,
@@ -130,14 +130,16 @@ fn remove(ctx: &Ctx, raw: &str, target: &Resolved, recursive: bool) -> Result<()
         .map_err(|e| Failure::from_io(raw, &e))?
         .ok_or_else(|| Failure::not_found(raw))?;
     if !crate::jail::is_dir_mode(md.st_mode) {
-        crate::atomic::remove_file(target).map_err(|e| Failure::from_io(raw, &e))?;
+        crate::jail::atomic::remove_file(target.loc(), &ctx.scope.recorder())
+            .map_err(|e| Failure::from_io(raw, &e))?;
     } else if recursive {
         // The whole subtree is checked before anything goes, so a delete
         // never stops half way at a protected entry.
         crate::fs::refuse_protected_inside(ctx, raw, target, "delete")
             .map_err(|f| Failure::new(f.class, format!("{}; nothing was deleted", f.message)))?;
         // Never follows symlinks: a link inside is removed, not its target.
-        crate::atomic::remove_tree(target).map_err(|e| Failure::from_io(raw, &e))?;
+        crate::jail::atomic::remove_tree(target.loc(), &ctx.scope.recorder())
+            .map_err(|e| Failure::from_io(raw, &e))?;
     } else {
         parent.rmdir().map_err(|e| {
             if e.kind() == std::io::ErrorKind::DirectoryNotEmpty {

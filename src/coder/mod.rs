@@ -3,7 +3,7 @@
 //! One module a function. Every path goes through [`crate::policy::Policy`]
 //! (via [`resolve`] / [`resolve_scope`] here); nothing in this module tree
 //! canonicalizes or checks globs by itself. Blocking file work runs on the
-//! blocking pool ([`blocking`]). Writes go through [`crate::atomic`].
+//! blocking pool ([`blocking`]). Writes go through [`crate::jail::atomic`].
 
 pub mod create_file;
 pub mod delete_file;

@@ -10,9 +10,10 @@
 
 use super::create_file::ensure_parent;
 use super::{blocking, resolve_scope};
-use crate::atomic::{Clobber, Staged, rename};
 use crate::error::{Class, Failure, Surface, WireError, quote};
 use crate::function::{Ctx, Flags, FunctionDef, function};
+use crate::jail::atomic::{Clobber, Staged, rename};
+use crate::jail::record::Recorder;
 use crate::policy::{Resolved, Tail};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -128,7 +129,7 @@ async fn move_files(ctx: &Ctx, req: MoveFileInput) -> Result<MoveFileOutput, Fai
         };
         results.push(match outcome {
             Ok((from, to, moved)) => MoveFileResult {
-                change_id: crate::journal::take_first(),
+                change_id: ctx.scope.take_first(),
                 from: from.display().to_string(),
                 to: to.display().to_string(),
                 success: true,
@@ -141,7 +142,7 @@ async fn move_files(ctx: &Ctx, req: MoveFileInput) -> Result<MoveFileOutput, Fai
                     None => (spec.from.clone(), spec.to.clone()),
                 };
                 MoveFileResult {
-                    change_id: crate::journal::take_first(),
+                    change_id: ctx.scope.take_first(),
                     from,
                     to,
                     success: false,
@@ -212,10 +213,11 @@ fn move_one(
     } else {
         Clobber::Never
     };
-    match rename(from, to, clobber) {
+    let rec = ctx.scope.recorder();
+    match rename(from.loc(), to.loc(), clobber, &rec) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(nix::libc::EXDEV) => {
-            cross_device(spec, from, to, &src_md, clobber)?;
+            cross_device(spec, from, to, &src_md, clobber, &rec)?;
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             return Err(exists(&spec.to));
@@ -247,6 +249,7 @@ fn cross_device(
     to: &Resolved,
     src_md: &nix::sys::stat::FileStat,
     clobber: Clobber,
+    rec: &Recorder,
 ) -> Result<(), Failure> {
     let raw = spec.from.as_str();
     if !crate::jail::is_file_mode(src_md.st_mode) {
@@ -259,8 +262,8 @@ fn cross_device(
         )));
     }
     let io_to = |e: std::io::Error| Failure::from_io(&spec.to, &e);
-    let (mut file, _) = crate::atomic::open_regular(raw, from)?;
-    let mut stage = Staged::new(to).map_err(io_to)?;
+    let (mut file, _) = from.loc().open_regular(raw)?;
+    let mut stage = Staged::new(to.loc(), rec).map_err(io_to)?;
     let mut buf = vec![0u8; 256 * 1024];
     loop {
         let n = std::io::Read::read(&mut file, &mut buf).map_err(|e| Failure::from_io(raw, &e))?;
@@ -273,33 +276,13 @@ fn cross_device(
     let sealed = stage.seal(src_md.st_mode & 0o7777, None).map_err(io_to)?;
     // Keep the old destination reachable until the move is complete.
     let backup = if clobber == Clobber::Replace && dst.lstat().is_ok_and(|st| st.is_some()) {
-        let name = std::ffi::OsString::from(format!(
-            "{}{}",
-            crate::jail::STAGING_PREFIX,
-            uuid::Uuid::new_v4().simple()
-        ));
-        nix::unistd::linkat(
-            dst.dir(),
-            dst.name.as_os_str(),
-            dst.dir(),
-            name.as_os_str(),
-            nix::fcntl::AtFlags::empty(),
-        )
-        .map_err(|e| io_to(e.into()))?;
-        Some(name)
+        Some(dst.backup().map_err(io_to)?)
     } else {
         None
     };
-    let drop_backup = |name: &std::ffi::OsString| {
-        let _ = nix::unistd::unlinkat(
-            dst.dir(),
-            name.as_os_str(),
-            nix::unistd::UnlinkatFlags::NoRemoveDir,
-        );
-    };
     if let Err(e) = sealed.commit_with(clobber) {
-        if let Some(b) = &backup {
-            drop_backup(b);
+        if let Some(b) = backup {
+            b.discard();
         }
         return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
             exists(&spec.to)
@@ -308,13 +291,10 @@ fn cross_device(
         });
     }
     let src = from.parent().map_err(|e| Failure::from_io(raw, &e))?;
-    if let Err(e) = crate::atomic::remove_file(from) {
+    if let Err(e) = crate::jail::atomic::remove_file(from.loc(), rec) {
         // Undo: the old destination back (or no destination), source intact.
-        let undo = match &backup {
-            Some(b) => {
-                nix::fcntl::renameat(dst.dir(), b.as_os_str(), dst.dir(), dst.name.as_os_str())
-                    .map_err(std::io::Error::from)
-            }
+        let undo = match backup {
+            Some(b) => b.restore(),
             None => dst.unlink(),
         };
         return Err(Failure::io(format!(
@@ -328,8 +308,8 @@ fn cross_device(
         )));
     }
     src.sync_dir();
-    if let Some(b) = &backup {
-        drop_backup(b);
+    if let Some(b) = backup {
+        b.discard();
     }
     Ok(())
 }

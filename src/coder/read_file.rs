@@ -226,7 +226,7 @@ fn open_file(
     raw: &str,
     target: &crate::policy::Resolved,
 ) -> Result<(std::fs::File, Opened), Failure> {
-    let (file, md) = crate::atomic::open_regular(raw, target)?;
+    let (file, md) = target.loc().open_regular(raw)?;
     Ok((
         file,
         Opened {

@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::error::WireError;
 use crate::exec::jobs::{JobStatus, JobTable, MAX_RETAINED, NewJob, Runner, Started};
 use crate::exec::process::Outputs;
-use crate::runtime::{LiveRuntime, Runtime};
+use crate::runtime::Runtime;
 use crate::services::Services;
 use crate::testkit::pid_alive;
 use serde_json::{Value, json};
@@ -76,13 +76,11 @@ fn world(cfg: Config) -> World {
         gate: tokio::sync::Mutex::new(()),
     });
     let outbound: Arc<dyn Outbound> = engine.clone();
-    let services = Arc::new(Services {
-        live: Arc::new(LiveRuntime::new(Runtime::build(cfg).unwrap())),
-        config_source: None,
-        outbound: Some(outbound.clone()),
-        jobs: Arc::new(JobTable::new(Some(outbound))),
-        pty: Arc::new(crate::pty::Sessions::new()),
-    });
+    let services = Arc::new(Services::new(
+        Runtime::build(cfg).unwrap(),
+        None,
+        Some(outbound.clone()),
+    ));
     World {
         services,
         engine,

@@ -3,7 +3,7 @@
 //! One module a function (`ls`, `stat`, `read`, `write`, `mkdir`, `rm`,
 //! `chmod`, `mv`, `grep`, `sed`), plus what they share: [`tree`] (the walk
 //! behind grep and sed) and the helpers below. Whole files are replaced only
-//! through [`crate::atomic`] (temp file beside the target, fsync, rename,
+//! through [`crate::jail::atomic`] (temp file beside the target, fsync, rename,
 //! directory fsync).
 //!
 //! Rules every function here keeps:

@@ -1,7 +1,7 @@
 //! `shell::fs::mv`: rename one path within one filesystem.
 //!
 //! Both ends are addressed as entries (a symlink is moved, or replaced, as a
-//! link). Without `overwrite` the rename is [`crate::atomic::rename`] with
+//! link). Without `overwrite` the rename is [`crate::jail::atomic::rename`] with
 //! [`Clobber::Never`] (`renameat2(RENAME_NOREPLACE)`), so an existing
 //! destination is S213 even against a racing creator: the kernel refuses
 //! atomically. With `overwrite` the destination is replaced atomically;
@@ -12,9 +12,9 @@
 //! of their protected glob. Across filesystems rename(2) fails; the error
 //! points to `coder::move`, which copies and deletes.
 
-use crate::atomic::Clobber;
 use crate::error::{Class, Failure, Surface};
 use crate::function::{Ctx, Flags, FunctionDef, function};
+use crate::jail::atomic::Clobber;
 use crate::policy::Tail;
 use crate::sandbox::Target;
 use schemars::JsonSchema;
@@ -83,7 +83,7 @@ pub async fn mv(ctx: Ctx, req: MvRequest) -> Result<MvResponse, Failure> {
         )
         .await?;
         return Ok(MvResponse {
-            change_id: crate::journal::take_first(),
+            change_id: ctx.scope.take_first(),
             moved: m.moved,
             src: String::new(),
             dst: String::new(),
@@ -130,7 +130,7 @@ pub async fn mv(ctx: Ctx, req: MvRequest) -> Result<MvResponse, Failure> {
         } else {
             Clobber::Never
         };
-        crate::atomic::rename(&src, &dst, clobber).map_err(|e| match e.kind() {
+        crate::jail::atomic::rename(src.loc(), dst.loc(), clobber, &ctx2.scope.recorder()).map_err(|e| match e.kind() {
             std::io::ErrorKind::AlreadyExists => exists_error(),
             std::io::ErrorKind::CrossesDevices => Failure::io(format!(
                 "{raw_src:?} and {raw_dst:?} are on different filesystems and shell::fs::mv only \
@@ -143,7 +143,7 @@ pub async fn mv(ctx: Ctx, req: MvRequest) -> Result<MvResponse, Failure> {
             _ => Failure::from_io(&raw_dst, &e),
         })?;
         Ok(MvResponse {
-            change_id: crate::journal::take_first(),
+            change_id: ctx2.scope.take_first(),
             moved: true,
             src: raw_src,
             dst: raw_dst,

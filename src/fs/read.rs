@@ -94,8 +94,10 @@ pub async fn read(ctx: Ctx, req: ReadRequest) -> Result<ReadResponseWire, Failur
     let raw = req.path.clone();
     let cap = ctx.runtime.config.fs.max_read_bytes;
     let (file, md) = super::blocking(move || {
-        let file =
-            crate::atomic::open_for_read(&resolved).map_err(|e| Failure::from_io(&raw, &e))?;
+        let file = resolved
+            .loc()
+            .open_read()
+            .map_err(|e| Failure::from_io(&raw, &e))?;
         let md = file.metadata().map_err(|e| Failure::from_io(&raw, &e))?;
         if md.is_dir() {
             return Err(super::wrong_type(format!(

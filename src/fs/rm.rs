@@ -77,7 +77,7 @@ pub async fn rm(ctx: Ctx, req: RmRequest) -> Result<RmResponse, Failure> {
         )
         .await?;
         return Ok(RmResponse {
-            change_id: crate::journal::take_first(),
+            change_id: ctx.scope.take_first(),
             removed: r.removed,
             path: String::new(),
             was_present: false,
@@ -98,7 +98,8 @@ pub async fn rm(ctx: Ctx, req: RmRequest) -> Result<RmResponse, Failure> {
             .map_err(|e| Failure::from_io(&raw, &e))?
             .ok_or_else(|| Failure::not_found(&raw))?;
         if !crate::jail::is_dir_mode(md.st_mode) {
-            crate::atomic::remove_file(&resolved).map_err(|e| Failure::from_io(&raw, &e))?;
+            crate::jail::atomic::remove_file(resolved.loc(), &ctx2.scope.recorder())
+                .map_err(|e| Failure::from_io(&raw, &e))?;
         } else if !recursive {
             parent.rmdir().map_err(|e| match e.kind() {
                 std::io::ErrorKind::DirectoryNotEmpty => Failure::new(
@@ -112,11 +113,12 @@ pub async fn rm(ctx: Ctx, req: RmRequest) -> Result<RmResponse, Failure> {
             })?;
         } else {
             super::refuse_protected_inside(&ctx2, &raw, &resolved, "remove")?;
-            crate::atomic::remove_tree(&resolved).map_err(|e| Failure::from_io(&raw, &e))?;
+            crate::jail::atomic::remove_tree(resolved.loc(), &ctx2.scope.recorder())
+                .map_err(|e| Failure::from_io(&raw, &e))?;
         }
         parent.sync_dir();
         Ok(RmResponse {
-            change_id: crate::journal::take_first(),
+            change_id: ctx2.scope.take_first(),
             removed: true,
             path: raw,
             was_present: true,

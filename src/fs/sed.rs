@@ -10,7 +10,7 @@
 //! Like sed(1), matching is per line (a match never spans a line break), and
 //! files are streamed: each line is read, rewritten and written to a temp
 //! file beside the original, which replaces it atomically
-//! ([`crate::atomic`]) only when something changed — mode and owner kept.
+//! ([`crate::jail::atomic`]) only when something changed — mode and owner kept.
 //! Memory is bounded by the longest line, which may not exceed
 //! `fs.max_write_bytes` (or 64 MiB when that is unlimited), and the output
 //! may not exceed `fs.max_write_bytes` (S218 for that file).
@@ -22,9 +22,10 @@
 //! (S217) before any file is touched.
 
 use super::tree::{Filter, Tree};
-use crate::atomic::Staged;
 use crate::error::{Class, Failure, Surface};
 use crate::function::{Ctx, Flags, FunctionDef, function};
+use crate::jail::atomic::Staged;
+use crate::journal::Scope;
 use crate::policy::Resolved;
 use crate::policy::Tail;
 use crate::sandbox::Target;
@@ -125,10 +126,13 @@ struct Edit {
     first_only: bool,
     max_line: u64,
     max_out: u64,
+    /// The call's scope: its writes are recorded, each file's change id
+    /// reported.
+    scope: Scope,
 }
 
 impl Edit {
-    fn new(req: &SedRequest, max_write: u64) -> Result<Edit, Failure> {
+    fn new(req: &SedRequest, max_write: u64, scope: Scope) -> Result<Edit, Failure> {
         if req.pattern.is_empty() {
             return Err(Failure::bad_input(
                 "pattern is empty; pass the text (regex: false) or Rust regex to replace",
@@ -144,6 +148,7 @@ impl Edit {
             .build()
             .map_err(|e| super::grep::bad_regex(&req.pattern, &e.to_string()))?;
         Ok(Edit {
+            scope,
             re,
             replacement: req.replacement.as_bytes().to_vec(),
             expand: req.regex && req.replacement.contains('$'),
@@ -200,7 +205,7 @@ impl Edit {
     /// Edit one file in place (atomically); returns replacements made.
     fn file(&self, raw: &str, abs: &Resolved) -> Result<u64, Failure> {
         let io = |e: std::io::Error| Failure::from_io(raw, &e);
-        let src = crate::atomic::open_for_read(abs).map_err(io)?;
+        let src = abs.loc().open_read().map_err(io)?;
         let md = src.metadata().map_err(io)?;
         if !md.is_file() {
             return Err(super::wrong_type(format!(
@@ -265,7 +270,7 @@ impl Edit {
                 // First change: copy what was already read (unchanged) so far.
                 // From the same open file: a file replaced under our feet
                 // must not lend its prefix to this one's tail.
-                let mut s = Staged::new(abs).map_err(io)?;
+                let mut s = Staged::new(abs.loc(), &self.scope.recorder()).map_err(io)?;
                 copy_prefix(reader.get_ref(), &mut s, written).map_err(io)?;
                 staged = Some(s);
             }
@@ -334,7 +339,11 @@ fn copy_prefix(file: &std::fs::File, s: &mut Staged, n: u64) -> std::io::Result<
 }
 
 pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
-    let edit = Edit::new(&req, ctx.runtime.config.fs.max_write_bytes)?;
+    let edit = Edit::new(
+        &req,
+        ctx.runtime.config.fs.max_write_bytes,
+        ctx.scope.clone(),
+    )?;
     let filter = Filter::new(&req.include_glob, &req.exclude_glob)?;
     match (&req.path, req.files.is_empty()) {
         (Some(_), false) => {
@@ -393,7 +402,7 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
                         return true;
                     }
                     let display = super::display_path(&raw, &found.rel);
-                    let r = outcome(display, edit.file(&raw, &found.at));
+                    let r = outcome(&edit.scope, display, edit.file(&raw, &found.at));
                     if r.replacements > 0 || !r.success {
                         results.push(r);
                     }
@@ -418,7 +427,7 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
                     .into_iter()
                     .map(|(raw, abs)| {
                         let res = abs.and_then(|abs| edit.file(&raw, &abs));
-                        outcome(raw, res)
+                        outcome(&edit.scope, raw, res)
                     })
                     .collect())
             })
@@ -438,10 +447,10 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
     })
 }
 
-fn outcome(path: String, r: Result<u64, Failure>) -> FsSedFileResult {
+fn outcome(scope: &Scope, path: String, r: Result<u64, Failure>) -> FsSedFileResult {
     match r {
         Ok(n) => FsSedFileResult {
-            change_id: crate::journal::take_first(),
+            change_id: scope.take_first(),
             path,
             replacements: n,
             success: true,
@@ -450,7 +459,7 @@ fn outcome(path: String, r: Result<u64, Failure>) -> FsSedFileResult {
         Err(f) => {
             let wire = f.to_wire(Surface::Shell);
             FsSedFileResult {
-                change_id: crate::journal::take_first(),
+                change_id: scope.take_first(),
                 path,
                 replacements: 0,
                 success: false,

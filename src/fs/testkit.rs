@@ -8,7 +8,7 @@ use crate::ports::{Binding, Outbound};
 
 use crate::config::Config;
 use crate::error::WireError;
-use crate::runtime::{LiveRuntime, Runtime};
+use crate::runtime::Runtime;
 use crate::services::Services;
 use crate::stream::memory::Pipes;
 use crate::stream::{ByteSink, ByteSource, ContentRef, StreamError};
@@ -115,15 +115,11 @@ impl Kit {
         let journal = TempDir::new().unwrap();
         cfg.turns.data_dir = journal.path().to_path_buf();
         let engine = Arc::new(FakeEngine::default());
-        let services = Arc::new(Services {
-            live: Arc::new(LiveRuntime::new(Runtime::build(cfg).unwrap())),
-            config_source: None,
-            outbound: Some(engine.clone() as Arc<dyn Outbound>),
-            jobs: Arc::new(crate::exec::jobs::JobTable::new(Some(
-                engine.clone() as Arc<dyn Outbound>
-            ))),
-            pty: Arc::new(crate::pty::Sessions::new()),
-        });
+        let services = Arc::new(Services::new(
+            Runtime::build(cfg).unwrap(),
+            None,
+            Some(engine.clone() as Arc<dyn Outbound>),
+        ));
         Kit {
             _dir: dir,
             outside,

@@ -7,7 +7,7 @@
 //! streamed into a temp file beside the target in bounded memory and
 //! counted against `fs.max_write_bytes` (S218 as soon as they pass it).
 //!
-//! Every file is replaced atomically ([`crate::atomic`]): temp file, exact
+//! Every file is replaced atomically ([`crate::jail::atomic`]): temp file, exact
 //! mode, fsync, rename, directory fsync. A failed or interrupted write leaves
 //! the previous file intact. A batch stages every file before swapping any
 //! in, so a failure while receiving or writing any of them changes nothing;
@@ -25,9 +25,10 @@
 //! the same way whether the writer finished or vanished, so a caller that
 //! may die mid-upload should check `bytes_written`.
 
-use crate::atomic::{Sealed, Staged};
 use crate::error::{Class, Failure, Surface};
 use crate::function::{Ctx, Flags, FunctionDef, function};
+use crate::jail::atomic::{Sealed, Staged};
+use crate::jail::record::Recorder;
 use crate::policy::Resolved;
 use crate::policy::Tail;
 use crate::sandbox::Target;
@@ -217,6 +218,7 @@ pub async fn write(ctx: Ctx, mut req: WriteRequest) -> Result<WriteResponse, Fai
         staged.push((sealed, spec.path));
     }
     // Every file is complete and durable: swap them in.
+    let scope = ctx.scope.clone();
     let results = super::blocking(move || {
         let mut out = Vec::with_capacity(staged.len());
         for (sealed, path) in staged {
@@ -226,7 +228,7 @@ pub async fn write(ctx: Ctx, mut req: WriteRequest) -> Result<WriteResponse, Fai
             out.push(WriteFileResult {
                 path,
                 bytes_written: n,
-                change_id: crate::journal::take_first(),
+                change_id: scope.take_first(),
             });
         }
         Ok(out)
@@ -330,10 +332,11 @@ async fn stage_one(
                 ));
             }
             let text = text.clone();
+            let rec = ctx.scope.recorder();
             super::blocking(move || {
                 let plan = plan(&raw, resolved, mode, parents, special_ok)?;
                 let io = |e: std::io::Error| Failure::from_io(&raw, &e);
-                let mut staged = Staged::new(&plan.target).map_err(io)?;
+                let mut staged = Staged::new(plan.target.loc(), &rec).map_err(io)?;
                 staged.write_all(text.as_bytes()).map_err(io)?;
                 staged.seal(plan.mode, plan.owner).map_err(io)
             })
@@ -354,7 +357,7 @@ async fn stage_one(
                 .open_incoming_stream(channel)
                 .await
                 .map_err(|e| Failure::io(format!("cannot open the channel for {raw:?}: {e}")))?;
-            receive(raw, plan, source, cap).await
+            receive(raw, plan, source, cap, ctx.scope.recorder()).await
         }
     }
 }
@@ -366,12 +369,13 @@ async fn receive(
     plan: Plan,
     mut source: Box<dyn ByteSource>,
     cap: u64,
+    rec: Recorder,
 ) -> Result<Sealed, Failure> {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(super::read::QUEUE);
     let disk_raw = raw.clone();
     let disk = tokio::task::spawn_blocking(move || -> Result<Staged, Failure> {
         let io = |e: std::io::Error| Failure::from_io(&disk_raw, &e);
-        let mut staged = Staged::new(&plan.target).map_err(io)?;
+        let mut staged = Staged::new(plan.target.loc(), &rec).map_err(io)?;
         while let Some(chunk) = rx.blocking_recv() {
             staged.write_all(&chunk).map_err(io)?;
         }

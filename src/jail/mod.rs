@@ -20,9 +20,12 @@
 //!
 //! Walks descend by directory handles too ([`walk`]), and whole-file writes
 //! stage an unnamed `O_TMPFILE` inode in the target's directory handle and
-//! link it into place ([`crate::atomic`]).
+//! link it into place ([`crate::jail::atomic`]).
 
+pub mod atomic;
+pub mod beside;
 pub mod dir;
+pub mod record;
 pub mod walk;
 
 use nix::errno::Errno;
@@ -65,6 +68,28 @@ impl Anchor {
             fd: Arc::new(fd),
             path: Arc::new(path.to_path_buf()),
         })
+    }
+
+    /// A private data directory of the worker's own (the change journal's
+    /// `turns.data_dir`, configured by the operator, outside any jail):
+    /// created if missing (`0700` for what is created), then opened as a
+    /// root handle like a jail root; everything inside is reached from it.
+    pub fn create(path: &Path) -> std::io::Result<Anchor> {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(path)?;
+        Anchor::open(&path.canonicalize()?)
+    }
+
+    /// The directory itself, opened for `*at` work inside it.
+    pub fn open_dir(&self) -> std::io::Result<OwnedFd> {
+        open_beneath(
+            self.fd(),
+            Path::new(""),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY,
+        )
     }
 
     pub fn path(&self) -> &Path {
@@ -238,6 +263,37 @@ impl Loc {
     /// on a FIFO.
     pub fn open_read(&self) -> std::io::Result<std::fs::File> {
         Ok(self.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK)?.into())
+    }
+
+    /// [`Loc::open_read`], refusing anything but a regular file (212): a
+    /// directory, a FIFO, a socket or a device (`/dev/zero` would never
+    /// end). `raw` is the caller's spelling of the path, for the message.
+    pub fn open_regular(
+        &self,
+        raw: &str,
+    ) -> Result<(std::fs::File, std::fs::Metadata), crate::error::Failure> {
+        use crate::error::{Class, Failure, quote};
+        let file = self.open_read().map_err(|e| Failure::from_io(raw, &e))?;
+        let md = file.metadata().map_err(|e| Failure::from_io(raw, &e))?;
+        if md.is_dir() {
+            return Err(Failure::new(
+                Class::WrongType,
+                format!(
+                    "{} is a directory; list it with coder::list-folder or coder::tree",
+                    quote(raw)
+                ),
+            ));
+        }
+        if !md.is_file() {
+            return Err(Failure::new(
+                Class::WrongType,
+                format!(
+                    "{} is not a regular file (a FIFO, socket or device); only regular files are read or edited",
+                    quote(raw)
+                ),
+            ));
+        }
+        Ok((file, md))
     }
 
     /// A directory for reading its entries.
@@ -426,6 +482,26 @@ impl Parent {
 
     /// fsync the directory (a rename or unlink in it becomes durable).
     /// Best effort: some filesystems refuse fsync on a directory.
+    /// Keep the file this entry names reachable under a staging name (a
+    /// hard link beside it) while the entry is replaced, so the
+    /// replacement can be undone ([`Backup::restore`]) or, once it is
+    /// complete, the old file let go ([`Backup::discard`]). A crash leaves
+    /// at most the staging name, swept at start-up.
+    pub fn backup(&self) -> std::io::Result<Backup> {
+        let name = OsString::from(format!("{STAGING_PREFIX}{}", uuid::Uuid::new_v4().simple()));
+        nix::unistd::linkat(
+            self.dir(),
+            self.name.as_os_str(),
+            self.dir(),
+            name.as_os_str(),
+            nix::fcntl::AtFlags::empty(),
+        )?;
+        Ok(Backup {
+            entry: self.clone(),
+            name,
+        })
+    }
+
     pub fn sync_dir(&self) {
         sync_dir(self.dir());
     }
@@ -433,6 +509,57 @@ impl Parent {
 
 /// fsync a directory by handle; best effort, a failure is logged (the
 /// change in it is done either way).
+/// The old file of an entry being replaced, kept under a staging name
+/// ([`Parent::backup`]).
+pub struct Backup {
+    entry: Parent,
+    name: OsString,
+}
+
+impl Backup {
+    /// Put the old file back under the entry's name (undo).
+    pub fn restore(self) -> std::io::Result<()> {
+        nix::fcntl::renameat(
+            self.entry.dir(),
+            self.name.as_os_str(),
+            self.entry.dir(),
+            self.entry.name.as_os_str(),
+        )?;
+        Ok(())
+    }
+
+    /// Let the old file go (the replacement is complete).
+    pub fn discard(self) {
+        let _ = nix::unistd::unlinkat(
+            self.entry.dir(),
+            self.name.as_os_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        );
+    }
+}
+
+/// Open (or with `O_CREAT` create, `0600`) the file `name` directly in
+/// `dir`, never following a link: for a data directory's own files.
+pub fn file_in(dir: BorrowedFd<'_>, name: &str, flags: OFlag) -> std::io::Result<std::fs::File> {
+    Ok(nix::fcntl::openat(
+        dir,
+        name,
+        flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o600),
+    )?
+    .into())
+}
+
+/// The directory `name` in `dir`, created (`0700`) if missing, opened
+/// without following a link.
+pub fn subdir_in(dir: BorrowedFd<'_>, name: &str) -> std::io::Result<OwnedFd> {
+    match nix::sys::stat::mkdirat(dir, name, Mode::from_bits_truncate(0o700)) {
+        Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+        Err(e) => return Err(e.into()),
+    }
+    walk::open_child(dir, OsStr::new(name), OFlag::O_RDONLY | OFlag::O_DIRECTORY)
+}
+
 pub fn sync_dir(dir: BorrowedFd<'_>) {
     if let Err(e) = nix::unistd::fsync(dir) {
         tracing::warn!(error = %e, "directory fsync failed");

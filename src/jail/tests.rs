@@ -88,12 +88,12 @@ fn seed(k: &Kit, dir: &str) {
     ] {
         let loc = anchor.locate(&k.root.join(dir).join(rel)).unwrap();
         if loc.make_parents(0o755).is_ok() {
-            let at = crate::policy::Resolved::from_loc(loc, None, false);
-            let _ = crate::atomic::write_atomic(
-                &at,
+            let _ = crate::jail::atomic::write_atomic(
+                &loc,
                 body.as_bytes(),
                 None,
-                crate::atomic::Clobber::Replace,
+                crate::jail::atomic::Clobber::Replace,
+                &None,
             );
         }
     }
@@ -274,10 +274,13 @@ fn staging_names_are_hidden_from_listings_and_swept() {
         .map(|e| e.name)
         .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("kept")]);
-    let at = crate::policy::Resolved::from_loc(anchor.locate(&root).unwrap(), None, true);
+    let at = anchor.locate(&root).unwrap();
     // too young to sweep, then old enough
-    assert_eq!(crate::atomic::sweep(&at, Duration::from_secs(3600)), 0);
-    assert_eq!(crate::atomic::sweep(&at, Duration::ZERO), 1);
+    assert_eq!(
+        crate::jail::atomic::sweep(&at, Duration::from_secs(3600)),
+        0
+    );
+    assert_eq!(crate::jail::atomic::sweep(&at, Duration::ZERO), 1);
     assert!(!stale.exists());
     assert!(root.join("x/kept").exists());
 }
@@ -289,8 +292,8 @@ fn a_write_uses_no_visible_temporary_name() {
     let root = d.path().canonicalize().unwrap();
     std::fs::write(root.join("f"), "old").unwrap();
     let anchor = super::Anchor::open(&root).unwrap();
-    let at = crate::policy::Resolved::from_loc(anchor.locate(&root.join("f")).unwrap(), None, true);
-    let mut stage = crate::atomic::Staged::new(&at).unwrap();
+    let at = anchor.locate(&root.join("f")).unwrap();
+    let mut stage = crate::jail::atomic::Staged::new(&at, &None).unwrap();
     stage.write_all(b"new").unwrap();
     let listed: Vec<_> = std::fs::read_dir(&root)
         .unwrap()

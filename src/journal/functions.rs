@@ -1,6 +1,6 @@
 //! `coder::change-diff`, `shell::turns::list`, `shell::turns::revert`.
 
-use super::{ChangeKind, ChangeRecord, Journal, Scope, key};
+use super::{ChangeKind, ChangeRecord, Journal, key};
 use crate::error::{Class, Failure, Surface, quote};
 use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::policy::{Resolved, Tail};
@@ -17,8 +17,10 @@ const MAX_TURNS: usize = 200;
 const MAX_CHANGES_PER_TURN: usize = 1000;
 
 fn journal(ctx: &Ctx) -> Result<Arc<Journal>, Failure> {
-    let scope = Scope::of_call("", &serde_json::Value::Null, &ctx.runtime);
-    Journal::at(&scope.data_dir).map_err(super::io)
+    ctx.services
+        .journals
+        .at(&ctx.runtime.turns_dir)
+        .map_err(super::io)
 }
 
 fn unknown(id: &str) -> Failure {
@@ -427,7 +429,8 @@ fn current_state(ctx: &Ctx, path: &str) -> Result<(Resolved, Expect), Failure> {
         .loc()
         .open_read()
         .map_err(|e| Failure::from_io(path, &e))?;
-    let rev = crate::atomic::revision_of_file(&mut f).map_err(|e| Failure::from_io(path, &e))?;
+    let rev =
+        crate::jail::atomic::revision_of_file(&mut f).map_err(|e| Failure::from_io(path, &e))?;
     Ok((r, Expect::Rev(rev)))
 }
 
@@ -462,23 +465,11 @@ fn changes_of(j: &Journal, req: &TurnsRevertInput) -> Result<Vec<ChangeRecord>, 
     }
 }
 
-async fn revert(ctx: Ctx, req: TurnsRevertInput) -> Result<TurnsRevertOutput, Failure> {
+async fn revert(mut ctx: Ctx, req: TurnsRevertInput) -> Result<TurnsRevertOutput, Failure> {
     // The revert's own writes form a new turn.
-    let mut scope = super::current().unwrap_or_else(|| {
-        Scope::of_call(
-            "shell::turns::revert",
-            &serde_json::Value::Null,
-            &ctx.runtime,
-        )
-    });
     let revert_turn = format!("revert-{}", uuid::Uuid::new_v4().simple());
-    scope.turn_id = Some(revert_turn.clone());
-    scope.recorded = Arc::default();
-    scope
-        .run(crate::runtime::blocking(move || {
-            revert_blocking(&ctx, &req, revert_turn)
-        }))
-        .await
+    ctx.scope = ctx.scope.in_turn(revert_turn.clone());
+    crate::runtime::blocking(move || revert_blocking(&ctx, &req, revert_turn)).await
 }
 
 fn revert_blocking(
@@ -591,21 +582,24 @@ fn revert_blocking(
 }
 
 fn undo(ctx: &Ctx, j: &Journal, r: &ChangeRecord) -> Result<(), Failure> {
-    use crate::atomic::{Clobber, write_atomic};
+    use crate::jail::atomic::{Clobber, write_atomic};
     let policy = &ctx.runtime.policy;
     let at = |p: &str| policy.resolve(p, Surface::Coder, Tail::Entry, None);
     fn io(p: &str) -> impl Fn(std::io::Error) -> Failure + '_ {
         move |e| Failure::from_io(p, &e)
     }
+    let rec = ctx.scope.recorder();
     let restore = |path: &str, clobber: Clobber| -> Result<(), Failure> {
         let v = r.before.as_ref().ok_or_else(|| unknown(&r.change_id))?;
         let body = j.body(r, false).ok_or_else(|| unknown(&r.change_id))?;
         let target = at(path)?;
         target.loc().make_parents(0o755).map_err(io(path))?;
-        write_atomic(&target, &body, Some(v.mode), clobber).map_err(io(path))
+        write_atomic(target.loc(), &body, Some(v.mode), clobber, &rec).map_err(io(path))
     };
     match r.kind {
-        ChangeKind::Created => crate::atomic::remove_file(&at(&r.path)?).map_err(io(&r.path)),
+        ChangeKind::Created => {
+            crate::jail::atomic::remove_file(at(&r.path)?.loc(), &rec).map_err(io(&r.path))
+        }
         ChangeKind::Modified => restore(&r.path, Clobber::Replace),
         ChangeKind::Deleted => restore(&r.path, Clobber::Never),
         ChangeKind::Moved => {
@@ -615,7 +609,8 @@ fn undo(ctx: &Ctx, j: &Journal, r: &ChangeRecord) -> Result<(), Failure> {
                 .ok_or_else(|| unknown(&r.change_id))?;
             let (src, dst) = (at(&r.path)?, at(from)?);
             dst.loc().make_parents(0o755).map_err(io(from))?;
-            crate::atomic::rename(&src, &dst, Clobber::Never).map_err(io(from))?;
+            crate::jail::atomic::rename(src.loc(), dst.loc(), Clobber::Never, &rec)
+                .map_err(io(from))?;
             if r.before.is_some() {
                 restore(&r.path, Clobber::Never)?;
             }

@@ -1,5 +1,5 @@
 //! The change journal: every mutation the worker makes, recorded by the
-//! write layer itself ([`crate::atomic`]), with the exact bytes before and
+//! write layer itself ([`crate::jail::atomic`]), with the exact bytes before and
 //! after in a content-addressed blob store.
 //!
 //! Who and why: the catalog wraps every call in a [`Scope`] (function id,
@@ -29,138 +29,29 @@
 //! `turns.max_blob_bytes` bounds the blob store (oldest bodies go first;
 //! their changes stay listed with `diff_available: false`).
 
-pub mod beside;
 pub mod functions;
+pub mod marks;
+pub mod scope;
+
+pub use scope::{Call, Journals, Scope};
 
 use crate::error::Failure;
-use crate::jail::{self, Anchor};
+pub use crate::jail::record::{ChangeKind, Image, Version, write_kind};
+use crate::jail::{self, Anchor, beside};
 use nix::fcntl::OFlag;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 const INDEX_RECORD: u64 = 48;
 
-// ───────────────────────────── scope ─────────────────────────────
-
-/// Who is changing files, for the duration of one call.
-#[derive(Debug, Clone)]
-pub struct Scope {
-    pub function_id: String,
-    pub caller: Option<String>,
-    pub turn_id: Option<String>,
-    pub session_id: Option<String>,
-    pub data_dir: PathBuf,
-    pub max_blob_bytes: u64,
-    /// Change ids recorded during the call, in order.
-    pub recorded: Arc<Mutex<Vec<String>>>,
-}
-
-tokio::task_local! {
-    static CALL: Scope;
-    static OFF: ();
-}
-
-/// Run `fut` with journaling off for the calls it makes (only for
-/// measuring the journal's own cost side by side; nothing on the wire can
-/// reach it).
-pub async fn without<F: std::future::Future>(fut: F) -> F::Output {
-    OFF.scope((), fut).await
-}
-
-thread_local! {
-    static THREAD: std::cell::RefCell<Option<Scope>> = const { std::cell::RefCell::new(None) };
-}
-
-impl Scope {
-    /// The scope of a call to `function_id` with `payload`, under `rt`.
-    pub fn of_call(
-        function_id: &str,
-        payload: &serde_json::Value,
-        rt: &crate::runtime::Runtime,
-    ) -> Scope {
-        let text = |k: &str| payload.get(k).and_then(|v| v.as_str()).map(str::to_string);
-        Scope {
-            function_id: function_id.to_string(),
-            caller: text("_caller_worker_id"),
-            turn_id: text("turn_id").filter(|s| !s.is_empty()),
-            session_id: text("session_id").filter(|s| !s.is_empty()),
-            data_dir: rt.turns_dir.clone(),
-            max_blob_bytes: rt.config.turns.max_blob_bytes,
-            recorded: Arc::default(),
-        }
-    }
-
-    /// Run `fut` with this scope current (unless inside [`without`]).
-    pub async fn run<F: std::future::Future>(self, fut: F) -> F::Output {
-        if OFF.try_with(|_| ()).is_ok() {
-            return fut.await;
-        }
-        CALL.scope(self, fut).await
-    }
-}
-
-/// The scope of the current task, to carry into a blocking thread.
-pub fn current() -> Option<Scope> {
-    CALL.try_with(Clone::clone)
-        .ok()
-        .or_else(|| THREAD.with(|t| t.borrow().clone()))
-}
-
-/// Run `f` on this thread with `scope` current (the blocking-pool side).
-pub fn enter<T>(scope: Option<Scope>, f: impl FnOnce() -> T) -> T {
-    let prev = THREAD.with(|t| t.replace(scope));
-    let out = f();
-    THREAD.with(|t| *t.borrow_mut() = prev);
-    out
-}
-
-/// The change ids recorded so far in the current call (and forget them),
-/// for the answer of one batch entry.
-pub fn take_recorded() -> Vec<String> {
-    current()
-        .map(|s| std::mem::take(&mut *s.recorded.lock().unwrap_or_else(|e| e.into_inner())))
-        .unwrap_or_default()
-}
-
-/// The first change id recorded since the last take (one batch entry's
-/// change; a recursive delete records one per file, all in the call's
-/// turn), clearing the list.
-pub fn take_first() -> Option<String> {
-    take_recorded().into_iter().next()
-}
-
 // ───────────────────────────── records ─────────────────────────────
-
-/// What a change did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ChangeKind {
-    Created,
-    Modified,
-    Deleted,
-    Moved,
-}
-
-/// One side of a change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct Version {
-    /// SHA-256 hex of the exact bytes.
-    pub revision: String,
-    pub size: u64,
-    /// Permission bits.
-    pub mode: u32,
-    /// Whether the body was stored (false: over the blob cap).
-    #[serde(default)]
-    pub stored: bool,
-}
 
 /// One journaled change.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -184,17 +75,6 @@ pub struct ChangeRecord {
     pub before: Option<Version>,
     /// The file after (none: it was deleted).
     pub after: Option<Version>,
-}
-
-/// A body captured by the write layer: its version and where its blob is.
-#[derive(Debug, Clone)]
-pub struct Image {
-    pub version: Version,
-    /// Blob hash when stored.
-    blob: Option<String>,
-    /// A blob written for this image whose data must reach the disk before
-    /// the record naming it.
-    pending: Option<Arc<std::fs::File>>,
 }
 
 // ───────────────────────────── the store ─────────────────────────────
@@ -321,60 +201,15 @@ fn now_ms() -> u64 {
 }
 
 fn open_in(dir: &OwnedFd, name: &str, flags: OFlag) -> std::io::Result<std::fs::File> {
-    Ok(nix::fcntl::openat(
-        dir.as_fd(),
-        name,
-        flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::from_bits_truncate(0o600),
-    )?
-    .into())
-}
-
-fn subdir(dir: &OwnedFd, name: &str) -> std::io::Result<OwnedFd> {
-    match nix::sys::stat::mkdirat(
-        dir.as_fd(),
-        name,
-        nix::sys::stat::Mode::from_bits_truncate(0o700),
-    ) {
-        Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
-        Err(e) => return Err(e.into()),
-    }
-    jail::walk::open_child(
-        dir.as_fd(),
-        OsStr::new(name),
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY,
-    )
-}
-
-/// Journals already open in this process, by directory.
-fn registry() -> &'static Mutex<HashMap<PathBuf, Arc<Journal>>> {
-    static R: OnceLock<Mutex<HashMap<PathBuf, Arc<Journal>>>> = OnceLock::new();
-    R.get_or_init(Default::default)
+    jail::file_in(dir.as_fd(), name, flags)
 }
 
 impl Journal {
-    /// The journal at `dir` (created if missing), shared process-wide.
-    pub fn at(dir: &Path) -> std::io::Result<Arc<Journal>> {
-        let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(j) = reg.get(dir) {
-            return Ok(j.clone());
-        }
-        std::fs::create_dir_all(dir)?;
-        let canon = dir.canonicalize()?;
-        let j = Arc::new(Journal::open(&canon)?);
-        reg.insert(dir.to_path_buf(), j.clone());
-        Ok(j)
-    }
-
-    fn open(dir: &Path) -> std::io::Result<Journal> {
-        let root = Anchor::open(dir)?;
-        let top = jail::open_beneath(
-            root.fd(),
-            Path::new(""),
-            OFlag::O_RDONLY | OFlag::O_DIRECTORY,
-        )?;
-        let blobs = subdir(&top, "blobs")?;
-        let refs = subdir(&top, "refs")?;
+    pub(crate) fn open(dir: &Path) -> std::io::Result<Journal> {
+        let root = Anchor::create(dir)?;
+        let top = root.open_dir()?;
+        let blobs = jail::subdir_in(top.as_fd(), "blobs")?;
+        let refs = jail::subdir_in(top.as_fd(), "refs")?;
         let rw = OFlag::O_RDWR | OFlag::O_CREAT;
         let mut log = open_in(&top, "journal.log", rw)?;
         let index = open_in(&top, "index.bin", rw)?;
@@ -453,15 +288,6 @@ impl Journal {
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Forget the open journal of `dir`, so the next use reads it from disk
-    /// again (what a worker restart does).
-    pub fn forget(dir: &Path) {
-        registry()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(dir);
     }
 
     /// The directory this journal lives in.
@@ -660,7 +486,7 @@ impl Journal {
     #[allow(clippy::too_many_arguments)]
     fn append(
         &self,
-        scope: &Scope,
+        scope: &Call,
         kind: ChangeKind,
         path: &Path,
         from: Option<&Path>,
@@ -909,214 +735,6 @@ fn record_locked(st: &State, seq: u64) -> Option<ChangeRecord> {
     serde_json::from_slice(&line).ok()
 }
 
-// ───────────────────────────── the write layer's side ─────────────────────────────
-
-impl Image {
-    /// Whether this image's body was just stored and is not flushed yet.
-    pub fn is_pending(&self) -> bool {
-        self.pending.is_some()
-    }
-
-    /// Flush a body written for this image (if any); afterwards the record
-    /// naming it needs no flush of its own. The write layer calls this
-    /// beside the new version's own flush, so the two share a commit of the
-    /// filesystem's journal instead of following each other.
-    pub fn flush_body(&mut self) -> std::io::Result<()> {
-        if let Some(f) = self.pending.take() {
-            f.sync_data()?;
-        }
-        Ok(())
-    }
-}
-
-/// What the write layer holds while a mutation is under way.
-#[derive(Clone)]
-pub struct Capture {
-    scope: Scope,
-    journal: Arc<Journal>,
-}
-
-/// The journal of the current call, if any (the write layer asks first).
-pub fn capture() -> Option<Capture> {
-    let scope = current()?;
-    match Journal::at(&scope.data_dir) {
-        Ok(journal) => Some(Capture { scope, journal }),
-        Err(e) => {
-            tracing::error!(dir = %scope.data_dir.display(), error = %e, "change journal unavailable; the change is not journaled");
-            None
-        }
-    }
-}
-
-impl Capture {
-    /// The current body of a regular file (none if absent or not a file).
-    pub fn image_of(&self, file: &std::fs::File, mode: u32) -> Option<Image> {
-        self.journal
-            .store_file(file, mode, self.scope.max_blob_bytes)
-            .ok()
-    }
-
-    /// The image of a new version the write layer hashed as it wrote it.
-    pub fn image_of_new(
-        &self,
-        file: &std::fs::File,
-        digest: &[u8],
-        size: u64,
-        mode: u32,
-    ) -> Option<Image> {
-        self.journal
-            .store_new(file, digest, size, mode, self.scope.max_blob_bytes)
-            .ok()
-    }
-
-    /// Note that `file` (now in place) holds `image`'s bytes, so its next
-    /// change need not read them again.
-    pub fn remember(&self, file: &std::fs::File, image: &Image) {
-        if let Some((key, stamp)) = stamp_of(file) {
-            let mut known = self.journal.known.lock().unwrap_or_else(|e| e.into_inner());
-            if known.len() >= KNOWN_MAX {
-                known.clear();
-            }
-            let mut img = image.clone();
-            img.pending = None;
-            known.insert(key, (stamp, img));
-        }
-    }
-
-    /// The version of a file without storing its body (a body the blob
-    /// cap could not keep anyway).
-    pub fn version_only(&self, file: &std::fs::File, mode: u32) -> Option<Image> {
-        self.journal.store_file(file, mode, 0).ok()
-    }
-
-    /// Record many deletions (a removed tree) with one `fdatasync`.
-    pub fn record_deletions(&self, removed: Vec<(PathBuf, Image)>) {
-        if removed.is_empty() {
-            return;
-        }
-        // One flush of the journal's filesystem makes every body durable.
-        let flushed = {
-            let st = self.journal.state();
-            nix::unistd::syncfs(st.blobs.as_fd())
-        };
-        if let Err(e) = flushed {
-            tracing::error!(error = %e, "change journal: syncfs failed; the bodies are not journaled");
-            return;
-        }
-        let mut ids = Vec::with_capacity(removed.len());
-        for (path, img) in removed {
-            match self.journal.append(
-                &self.scope,
-                ChangeKind::Deleted,
-                &path,
-                None,
-                Some(img),
-                None,
-                Flush::Nothing,
-            ) {
-                Ok(id) => {
-                    crate::watch::note_own_write(&path, &id);
-                    ids.push(id);
-                }
-                Err(e) => {
-                    tracing::error!(path = %path.display(), error = %e, "change journal append failed")
-                }
-            }
-        }
-        if let Err(e) = self.journal.state().log.sync_data() {
-            tracing::error!(error = %e, "change journal fdatasync failed");
-        }
-        self.scope
-            .recorded
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(ids);
-    }
-
-    /// The blob cap of the current call.
-    pub fn max_blob_bytes(&self) -> u64 {
-        self.scope.max_blob_bytes
-    }
-
-    /// Record a completed change whose directory entries the `fsync` of
-    /// `dirs` makes durable (the mutation's own directories). The record's
-    /// line is written first; the directories are flushed on a helper
-    /// thread while this one runs the line's `fdatasync`, so the two reach
-    /// the disk in one commit of the filesystem's journal rather than one
-    /// after the other, and the caller is not woken by the helper: the
-    /// line's flush (its data block and the commit) is the longer of the
-    /// two, measured in BENCHMARKS.md. Both are done when this returns. A
-    /// kill -9 can only lose an unwritten line (the last change), never
-    /// corrupt one; only a power loss in that instant could keep the
-    /// record of the call in flight and lose its rename (ARCHITECTURE.md).
-    #[allow(clippy::too_many_arguments)]
-    pub fn record(
-        &self,
-        kind: ChangeKind,
-        path: &Path,
-        from: Option<&Path>,
-        before: Option<Image>,
-        after: Option<Image>,
-        dirs: &[std::os::fd::BorrowedFd<'_>],
-    ) {
-        let sync_here = || {
-            for d in dirs {
-                jail::sync_dir(*d);
-            }
-        };
-        let appended =
-            self.journal
-                .append(&self.scope, kind, path, from, before, after, Flush::Bodies);
-        let id = match appended {
-            Ok(id) => id,
-            Err(e) => {
-                sync_here();
-                tracing::error!(path = %path.display(), error = %e, "change journal append failed");
-                return;
-            }
-        };
-        let log = self.journal.state().log.clone();
-        let owned: std::io::Result<Vec<OwnedFd>> = dirs
-            .iter()
-            .map(|d| nix::unistd::dup(*d).map_err(std::io::Error::from))
-            .collect();
-        let synced = match owned {
-            Ok(owned) => {
-                let helper = move || {
-                    for d in &owned {
-                        jail::sync_dir(d.as_fd());
-                    }
-                };
-                let (done, synced) = beside::beside(helper, || log.sync_data());
-                if done.is_none() {
-                    // the helper was lost: flush the directories here
-                    sync_here();
-                }
-                synced
-            }
-            Err(_) => {
-                sync_here();
-                log.sync_data()
-            }
-        };
-        if let Err(e) = synced {
-            tracing::error!(path = %path.display(), error = %e, "change journal fdatasync failed");
-            return;
-        }
-        // The live feed's events for these paths carry the id (the feed
-        // delivers after its 200 ms window, so noting it now is in time).
-        crate::watch::note_own_write(path, &id);
-        if let Some(from) = from {
-            crate::watch::note_own_write(from, &id);
-        }
-        self.scope
-            .recorded
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(id)
-    }
-}
-
 /// What [`Journal::append`] makes durable itself; the line is always the
 /// caller's to flush.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -1136,15 +754,6 @@ fn unnamed_in(dir: &OwnedFd) -> std::io::Result<std::fs::File> {
         nix::sys::stat::Mode::from_bits_truncate(0o600),
     )?
     .into())
-}
-
-/// The kind of a write, from whether the target existed.
-pub fn write_kind(before: &Option<Image>) -> ChangeKind {
-    if before.is_some() {
-        ChangeKind::Modified
-    } else {
-        ChangeKind::Created
-    }
 }
 
 /// Map an I/O failure of the journal for an answer.

@@ -20,7 +20,7 @@ async fn diff(j: &Jail, id: &str) -> Value {
 }
 
 fn restart(j: &Jail) {
-    super::Journal::forget(j.journal.path());
+    j.services.journals.forget(j.journal.path());
 }
 
 #[tokio::test]

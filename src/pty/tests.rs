@@ -7,7 +7,7 @@ use crate::ports::Outbound;
 
 use crate::config::Config;
 use crate::error::WireError;
-use crate::runtime::{LiveRuntime, Runtime};
+use crate::runtime::Runtime;
 use crate::services::Services;
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -88,13 +88,11 @@ fn world_with(configure: impl FnOnce(&mut Config)) -> World {
         lose: AtomicU64::new(0),
     });
     let outbound: Arc<dyn Outbound> = console.clone();
-    let services = Arc::new(Services {
-        live: Arc::new(LiveRuntime::new(Runtime::build(cfg).unwrap())),
-        config_source: None,
-        outbound: Some(outbound.clone()),
-        jobs: Arc::new(crate::exec::jobs::JobTable::new(Some(outbound))),
-        pty: Arc::new(super::Sessions::new()),
-    });
+    let services = Arc::new(Services::new(
+        Runtime::build(cfg).unwrap(),
+        None,
+        Some(outbound.clone()),
+    ));
     World {
         services,
         console,

@@ -13,6 +13,7 @@ use super::source::{Raw, Source, Wd};
 use crate::jail::Loc;
 use crate::jail::dir::Kind as NodeKind;
 use crate::jail::walk::{self, DirRules, Node, Options, Step};
+use crate::journal::marks::OwnWrites;
 use crate::runtime::LiveRuntime;
 use nix::fcntl::OFlag;
 use nix::sys::inotify::AddWatchFlags as F;
@@ -50,6 +51,8 @@ pub struct Setup {
     pub include_ignored: bool,
     /// Most distinct paths one window delivers; past it, one `rescan`.
     pub cap: usize,
+    /// The marks of the worker's own writes (events carry their change id).
+    pub marks: Arc<OwnWrites>,
 }
 
 /// Where `rel` lies with respect to git internals.
@@ -111,6 +114,7 @@ pub struct Feed {
     cap: usize,
     /// A loss was logged in the open window (one line per window).
     lost_logged: bool,
+    marks: Arc<OwnWrites>,
 }
 
 impl Feed {
@@ -131,6 +135,7 @@ impl Feed {
             window: Window::new(setup.cap),
             cap: setup.cap,
             lost_logged: false,
+            marks: setup.marks,
             loc: setup.loc,
         };
         feed.add_tree(Path::new(""), false, Instant::now());
@@ -202,7 +207,7 @@ impl Feed {
             });
         }
         for c in batch.changes {
-            let change_id = super::own_change_id(&self.root.join(&c.rel), c.first);
+            let change_id = self.marks.change_id_of(&self.root.join(&c.rel), c.first);
             out.push(Out {
                 path: wire(&c.rel),
                 kind: c.kind.as_str(),

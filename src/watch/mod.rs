@@ -18,23 +18,22 @@ pub mod coalesce;
 pub mod feed;
 pub mod source;
 
-use crate::function::{TriggerProvider, TriggerTypeDef, schema_of};
-
-use crate::ports::{Binding, Outbound};
+pub mod changed;
 
 use crate::error::{Class, Failure, quote};
+use crate::journal::marks::OwnWrites;
 use crate::policy::Tail;
-use crate::services::Services;
+use crate::ports::{Binding, Outbound};
+use crate::runtime::LiveRuntime;
 use feed::{Feed, Out, Setup, Sink};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use source::Source;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
 
 pub const ID: &str = "shell::changed";
 
@@ -127,44 +126,6 @@ pub fn parse_config(config: &Value) -> Result<(String, bool), Failure> {
 }
 
 // ---------------------------------------------------------------------------
-// Who changed it: the write layer's hook.
-
-/// How long an own write stays attributable.
-const OWN_WRITE_TTL: Duration = Duration::from_secs(5);
-/// Most own writes remembered at once.
-const OWN_WRITES_MAX: usize = 4096;
-
-static OWN_WRITES: LazyLock<Mutex<HashMap<PathBuf, (String, Instant)>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-
-/// The write layer calls this (before or right after it writes `path`, the
-/// canonical absolute path) so that the feed's event for that path carries
-/// the write's `change_id`. Changes by other writers carry none.
-pub fn note_own_write(path: &Path, change_id: &str) {
-    let mut w = OWN_WRITES.lock().unwrap_or_else(|e| e.into_inner());
-    let now = Instant::now();
-    if w.len() >= OWN_WRITES_MAX {
-        w.retain(|_, (_, at)| now.duration_since(*at) < OWN_WRITE_TTL);
-        if w.len() >= OWN_WRITES_MAX {
-            w.clear();
-        }
-    }
-    w.insert(path.to_path_buf(), (change_id.to_string(), now));
-}
-
-/// The change id of an own write of `abs` noted at most a second before
-/// the window first saw the path (and not expired).
-fn own_change_id(abs: &Path, first_seen: Instant) -> Option<String> {
-    let w = OWN_WRITES.lock().unwrap_or_else(|e| e.into_inner());
-    let (id, at) = w.get(abs)?;
-    let fresh = at.elapsed() < OWN_WRITE_TTL
-        && first_seen
-            .checked_sub(Duration::from_secs(1))
-            .is_none_or(|floor| *at >= floor);
-    fresh.then(|| id.clone())
-}
-
-// ---------------------------------------------------------------------------
 // Shared watchers.
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -239,6 +200,8 @@ type SourceFactory = dyn Fn() -> std::io::Result<Box<dyn Source>> + Send + Sync;
 pub struct Registry {
     inner: Mutex<Inner>,
     source: Box<SourceFactory>,
+    /// Who changed it: the marks of this worker's own writes.
+    marks: Arc<OwnWrites>,
 }
 
 #[derive(Default)]
@@ -247,25 +210,24 @@ struct Inner {
     bindings: HashMap<String, Key>,
 }
 
-impl Default for Registry {
-    fn default() -> Self {
-        Registry::new()
-    }
-}
-
 impl Registry {
-    /// Watchers on the kernel's inotify.
-    pub fn new() -> Registry {
-        Registry::with_source(|| Ok(Box::new(source::Inotify::new()?) as Box<dyn Source>))
+    /// Watchers on the kernel's inotify; events of paths `marks` names
+    /// carry the change id of the worker's own write.
+    pub fn new(marks: Arc<OwnWrites>) -> Registry {
+        Registry::with_source(marks, || {
+            Ok(Box::new(source::Inotify::new()?) as Box<dyn Source>)
+        })
     }
 
     /// Watchers on another source (tests inject events through it).
     pub fn with_source(
+        marks: Arc<OwnWrites>,
         f: impl Fn() -> std::io::Result<Box<dyn Source>> + Send + Sync + 'static,
     ) -> Registry {
         Registry {
             inner: Mutex::new(Inner::default()),
             source: Box::new(f),
+            marks,
         }
     }
 
@@ -281,9 +243,14 @@ impl Registry {
     /// Decide the binding's directory and attach the binding to its
     /// watcher, starting one if none watches it yet. Blocking (the first
     /// binding of a directory walks it).
-    pub fn subscribe(&self, services: &Services, binding: Binding) -> Result<(), Failure> {
+    pub fn subscribe(
+        &self,
+        live: &Arc<LiveRuntime>,
+        outbound: Option<Arc<dyn Outbound>>,
+        binding: Binding,
+    ) -> Result<(), Failure> {
         let (raw, include_ignored) = parse_config(&binding.config)?;
-        let runtime = services.live.snapshot();
+        let runtime = live.snapshot();
         let resolved = runtime.policy.resolve_existing(
             &raw,
             crate::error::Surface::Coder,
@@ -348,8 +315,9 @@ impl Registry {
                 loc: resolved.loc().clone(),
                 include_ignored,
                 cap,
+                marks: self.marks.clone(),
             },
-            services.live.clone(),
+            live.clone(),
         );
         tracing::info!(
             root = %resolved.path.display(),
@@ -363,7 +331,7 @@ impl Registry {
                 binding: binding.clone(),
                 seq: 0,
             }]),
-            outbound: services.outbound.clone(),
+            outbound,
         });
         let stop = Arc::new(AtomicBool::new(false));
         let sink: Arc<dyn Sink> = subs.clone();
@@ -428,57 +396,6 @@ fn detach(inner: &mut Inner, key: &Key, binding_id: &str) -> Option<Watcher> {
         inner.watchers.remove(key)
     } else {
         None
-    }
-}
-
-struct Provider {
-    registry: Arc<Registry>,
-}
-
-#[async_trait::async_trait]
-impl TriggerProvider for Provider {
-    async fn register(&self, services: &Arc<Services>, binding: Binding) -> Result<(), Failure> {
-        let registry = self.registry.clone();
-        let services = services.clone();
-        let (id, function_id) = (binding.id.clone(), binding.function_id.clone());
-        let result = tokio::task::spawn_blocking(move || registry.subscribe(&services, binding))
-            .await
-            .map_err(|e| Failure::io(format!("{ID}: watcher setup failed: {e}")))?;
-        if let Err(f) = &result {
-            let wire = f.to_wire(crate::error::Surface::Shell);
-            tracing::warn!(
-                "{ID} binding {id} -> {function_id} refused: {}: {}",
-                wire.code,
-                wire.message
-            );
-        }
-        result
-    }
-
-    async fn unregister(&self, _services: &Arc<Services>, binding_id: &str) {
-        let registry = self.registry.clone();
-        let id = binding_id.to_string();
-        let _ = tokio::task::spawn_blocking(move || registry.unsubscribe(&id)).await;
-    }
-}
-
-/// The catalog entry of the trigger type.
-pub fn trigger_type() -> TriggerTypeDef {
-    trigger_type_with(Arc::new(Registry::new()))
-}
-
-/// The catalog entry over a given registry (tests).
-pub fn trigger_type_with(registry: Arc<Registry>) -> TriggerTypeDef {
-    TriggerTypeDef {
-        id: ID,
-        description: "Fires when anything under the watched directory changes, whoever changed \
-                      it — bind with config: { path } naming the directory (jail-checked like \
-                      every coder::* path). Ignored paths (git-ignored; outside a repository \
-                      data/, config/, .iii/, node_modules/) are skipped unless config also sets \
-                      include_ignored: true.",
-        config_schema: schema_of::<ChangedConfig>(),
-        payload_schema: schema_of::<ChangedEvent>(),
-        provider: Arc::new(Provider { registry }),
     }
 }
 

@@ -6,10 +6,14 @@ use super::source::{Injecting, Injector, Raw, Source};
 use super::*;
 use crate::config::Config;
 use crate::error::{Surface, WireError};
+use crate::function::schema_of;
 use crate::ports::Binding;
-use crate::runtime::{LiveRuntime, Runtime};
+use crate::runtime::Runtime;
+use crate::services::Services;
 use serde_json::json;
 use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// One fire: binding id, payload, metadata, namespace.
 type Fired = (String, Value, Option<Value>, Option<String>);
@@ -60,20 +64,17 @@ impl Fx {
         fs::create_dir(root.join("w")).unwrap();
         let collect = Arc::new(Collect::default());
         let outbound: Arc<dyn Outbound> = collect.clone();
-        let services = Arc::new(Services {
-            live: Arc::new(LiveRuntime::new(Runtime::build(cfg).unwrap())),
-            config_source: None,
-            outbound: Some(outbound),
-            jobs: Arc::new(crate::exec::jobs::JobTable::new(None)),
-            pty: Arc::new(crate::pty::Sessions::new()),
-        });
+        let mut services = Services::new(Runtime::build(cfg).unwrap(), None, Some(outbound));
         let injectors: Arc<Mutex<Vec<Injector>>> = Arc::default();
         let inj = injectors.clone();
-        let registry = Arc::new(Registry::with_source(move || {
+        let marks = services.journals.marks().clone();
+        let registry = Arc::new(Registry::with_source(marks, move || {
             let (src, injector) = Injecting::new()?;
             inj.lock().unwrap().push(injector);
             Ok(Box::new(src) as Box<dyn Source>)
         }));
+        services.watch = registry.clone();
+        let services = Arc::new(services);
         Fx {
             _dir: dir,
             root,
@@ -90,7 +91,8 @@ impl Fx {
 
     fn bind(&self, id: &str, config: Value) -> Result<(), Failure> {
         self.registry.subscribe(
-            &self.services,
+            &self.services.live,
+            self.services.outbound.clone(),
             Binding {
                 id: id.to_string(),
                 function_id: "t::sub".to_string(),
@@ -397,6 +399,7 @@ fn ignored_directories_are_not_watched() {
             loc: loc.clone(),
             include_ignored: false,
             cap: 10,
+            marks: Default::default(),
         },
         live.clone(),
     );
@@ -408,6 +411,7 @@ fn ignored_directories_are_not_watched() {
             loc,
             include_ignored: true,
             cap: 10,
+            marks: Default::default(),
         },
         live,
     );
@@ -548,7 +552,7 @@ fn a_window_past_the_cap_is_one_rescan() {
 fn own_writes_carry_their_change_id() {
     let fx = Fx::new(|_, _| {});
     fx.watch("b");
-    note_own_write(&fx.w("mine"), "chg-42");
+    fx.services.journals.marks().note(&fx.w("mine"), "chg-42");
     fs::write(fx.w("mine"), "x").unwrap();
     fs::write(fx.w("theirs"), "x").unwrap();
     let got = fx.wait_for("b", "theirs");

@@ -17,9 +17,10 @@ mod replace;
 use super::create_file::{check_revision, check_write_size};
 use super::lines::count_lines;
 use super::{blocking, resolve, resolve_scope, revision_of};
-use crate::atomic::{Clobber, Hashed, write_hashed};
 use crate::error::{Class, Failure, Surface, WireError};
 use crate::function::{Ctx, Flags, FunctionDef, function};
+use crate::jail::atomic::{Clobber, Hashed, write_hashed};
+use crate::jail::record::Recorder;
 use crate::policy::Resolved;
 use line_ops::LineOp;
 use schemars::JsonSchema;
@@ -173,12 +174,14 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
             Err(f) => Err(f),
             Ok(r) if !r.exists => Err(Failure::not_found(&spec.path)),
             Ok(r) => {
-                blocking(move || edit_file(&spec, &r, max_write).map(|out| (r.path, out))).await
+                let rec = ctx.scope.recorder();
+                blocking(move || edit_file(&spec, &r, max_write, &rec).map(|out| (r.path, out)))
+                    .await
             }
         };
         results.push(match outcome {
             Ok((path, done)) => UpdateFileResult {
-                change_id: crate::journal::take_first(),
+                change_id: ctx.scope.take_first(),
                 path: path.display().to_string(),
                 success: true,
                 applied: done.applied,
@@ -190,7 +193,7 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
                 error: None,
             },
             Err(f) => UpdateFileResult {
-                change_id: crate::journal::take_first(),
+                change_id: ctx.scope.take_first(),
                 path: raw,
                 success: false,
                 applied: 0,
@@ -285,14 +288,19 @@ fn join_lines(lines: &[String], final_newline: bool) -> String {
     out
 }
 
-fn edit_file(spec: &UpdateFileSpec, path: &Resolved, max_write: u64) -> Result<Done, Failure> {
+fn edit_file(
+    spec: &UpdateFileSpec,
+    path: &Resolved,
+    max_write: u64,
+    rec: &Recorder,
+) -> Result<Done, Failure> {
     let raw = spec.path.as_str();
     if spec.ops.is_empty() {
         return Err(Failure::bad_input(format!(
             "{raw:?}: ops is empty; pass at least one insert/remove/update_lines/replace/edit op"
         )));
     }
-    let (file, md) = crate::atomic::open_regular(raw, path)?;
+    let (file, md) = path.loc().open_regular(raw)?;
     check_write_size(raw, md.len(), max_write)?;
     let mut original = Vec::with_capacity(md.len() as usize);
     let cap = if max_write > 0 {
@@ -446,7 +454,7 @@ fn edit_file(spec: &UpdateFileSpec, path: &Resolved, max_write: u64) -> Result<D
         // Narrow the read-modify-write window: refuse if the file changed
         // while the ops ran.
         check_revision(raw, path, &original_revision)?;
-        write_hashed(path, &hashed, None, Clobber::Replace)
+        write_hashed(path.loc(), &hashed, None, Clobber::Replace, rec)
             .map_err(|e| Failure::from_io(raw, &e))?;
     }
     Ok(Done {

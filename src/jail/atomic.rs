@@ -21,9 +21,8 @@
 //! fsync). A batch seals every file before committing any; dropping a stage
 //! at any point leaves the target as it was.
 
-use crate::jail::{self, Parent, STAGING_PREFIX};
-use crate::journal;
-use crate::policy::Resolved;
+use crate::jail::record::{ChangeKind, Image, Recorder, write_kind};
+use crate::jail::{self, Loc, Parent, STAGING_PREFIX};
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag};
 use sha2::{Digest, Sha256};
@@ -64,41 +63,53 @@ impl<'a> Hashed<'a> {
 
     /// SHA-256 hex: the `revision` of these exact bytes.
     pub fn revision(&self) -> String {
-        crate::coder::hex(&self.digest)
+        hex(&self.digest)
     }
+}
+
+/// Lower-case hex of a digest (how a `revision` is written).
+pub fn hex(digest: &[u8]) -> String {
+    let mut out = String::with_capacity(digest.len() * 2);
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
 }
 
 /// Replace (or create) the file at `target` with `bytes`. `mode`: the
 /// permission bits to set; `None` keeps the existing file's mode (or
 /// [`DEFAULT_FILE_MODE`]). The owner of an existing file is kept where the
-/// worker may set it.
+/// worker may set it. `rec` records the change (the call's journal).
 pub fn write_atomic(
-    target: &Resolved,
+    target: &Loc,
     bytes: &[u8],
     mode: Option<u32>,
     clobber: Clobber,
+    rec: &Recorder,
 ) -> std::io::Result<()> {
-    write_with(target, bytes, None, mode, clobber)
+    write_with(target, bytes, None, mode, clobber, rec)
 }
 
 /// [`write_atomic`] of bytes already hashed.
 pub fn write_hashed(
-    target: &Resolved,
+    target: &Loc,
     body: &Hashed,
     mode: Option<u32>,
     clobber: Clobber,
+    rec: &Recorder,
 ) -> std::io::Result<()> {
-    write_with(target, body.bytes, Some(body.digest), mode, clobber)
+    write_with(target, body.bytes, Some(body.digest), mode, clobber, rec)
 }
 
 fn write_with(
-    target: &Resolved,
+    target: &Loc,
     bytes: &[u8],
     digest: Option<[u8; 32]>,
     mode: Option<u32>,
     clobber: Clobber,
+    rec: &Recorder,
 ) -> std::io::Result<()> {
-    let mut stage = Staged::new(target)?;
+    let mut stage = Staged::new(target, rec)?;
     let existing = stage
         .parent
         .lstat()?
@@ -119,19 +130,18 @@ fn write_with(
 /// Rename `from` to `to` by handle; with [`Clobber::Never`] the kernel
 /// refuses (`AlreadyExists`) if `to` exists at that instant. Neither name
 /// is followed. Both directories are fsynced.
-pub fn rename(from: &Resolved, to: &Resolved, clobber: Clobber) -> std::io::Result<()> {
+pub fn rename(from: &Loc, to: &Loc, clobber: Clobber, rec: &Recorder) -> std::io::Result<()> {
     let src = from.parent()?;
     let dst = to.parent()?;
-    let cap = journal::capture();
     // What the move replaces at the destination, and what it moves.
-    let replaced = cap.as_ref().and_then(|c| image_at(c, &dst));
-    let moved = cap.as_ref().and_then(|c| image_at(c, &src));
+    let replaced = rec.as_deref().and_then(|c| image_at(c, &dst));
+    let moved = rec.as_deref().and_then(|c| image_at(c, &src));
     src.rename_to(&dst, clobber == Clobber::Never)?;
-    match cap {
+    match rec {
         Some(c) => c.record(
-            journal::ChangeKind::Moved,
-            &to.path,
-            Some(&from.path),
+            ChangeKind::Moved,
+            &to.abs(),
+            Some(&from.abs()),
             replaced,
             moved,
             &[dst.dir(), src.dir()],
@@ -146,7 +156,7 @@ pub fn rename(from: &Resolved, to: &Resolved, clobber: Clobber) -> std::io::Resu
 
 /// The current body of the regular file a parent entry names, for the
 /// journal (none when absent or not a regular file).
-fn image_at(cap: &journal::Capture, at: &Parent) -> Option<journal::Image> {
+fn image_at(cap: &dyn crate::jail::record::Record, at: &Parent) -> Option<Image> {
     let fd = at.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0).ok()?;
     let file = std::fs::File::from(fd);
     let md = file.metadata().ok()?;
@@ -158,15 +168,14 @@ fn image_at(cap: &journal::Capture, at: &Parent) -> Option<journal::Image> {
 
 /// Remove a non-directory entry (a symlink itself, never its target),
 /// journaling a regular file's body.
-pub fn remove_file(target: &Resolved) -> std::io::Result<()> {
+pub fn remove_file(target: &Loc, rec: &Recorder) -> std::io::Result<()> {
     let parent = target.parent()?;
-    let cap = journal::capture();
-    let before = cap.as_ref().and_then(|c| image_at(c, &parent));
+    let before = rec.as_deref().and_then(|c| image_at(c, &parent));
     parent.unlink()?;
-    match (cap, before) {
+    match (rec, before) {
         (Some(c), Some(b)) => c.record(
-            journal::ChangeKind::Deleted,
-            &target.path,
+            ChangeKind::Deleted,
+            &target.abs(),
             None,
             Some(b),
             None,
@@ -180,15 +189,14 @@ pub fn remove_file(target: &Resolved) -> std::io::Result<()> {
 /// Remove a directory and everything below it ([`jail::remove_tree`]),
 /// journaling each regular file's body first (bodies over the blob cap are
 /// journaled without them).
-pub fn remove_tree(target: &Resolved) -> std::io::Result<()> {
+pub fn remove_tree(target: &Loc, rec: &Recorder) -> std::io::Result<()> {
     let parent = target.parent()?;
-    let cap = journal::capture();
     let mut removed = Vec::new();
-    if let Some(c) = &cap {
+    if let Some(c) = rec {
         // Bodies only while the tree's total fits the blob cap: past it
         // they would be evicted at once, so the rest is versions only.
         let mut budget = c.max_blob_bytes();
-        jail::walk::walk(target.loc(), Default::default(), |node| {
+        jail::walk::walk(target, Default::default(), |node| {
             if node.kind == jail::dir::Kind::File {
                 if let Ok(fd) = node.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK) {
                     let file = std::fs::File::from(fd);
@@ -212,47 +220,10 @@ pub fn remove_tree(target: &Resolved) -> std::io::Result<()> {
     }
     jail::remove_tree(&parent)?;
     parent.sync_dir();
-    if let Some(c) = cap {
+    if let Some(c) = rec {
         c.record_deletions(removed);
     }
     Ok(())
-}
-
-/// Open an existing file for reading so that it can neither hang nor be
-/// redirected: by handle, `O_NONBLOCK` (a FIFO opens at once instead of
-/// waiting for a writer), never following a symlink anywhere.
-pub fn open_for_read(target: &Resolved) -> std::io::Result<std::fs::File> {
-    target.loc().open_read()
-}
-
-/// [`open_for_read`], refusing anything but a regular file (212): a
-/// directory, a FIFO, a socket or a device (`/dev/zero` would never end).
-pub fn open_regular(
-    raw: &str,
-    target: &Resolved,
-) -> Result<(std::fs::File, std::fs::Metadata), crate::error::Failure> {
-    use crate::error::{Class, Failure};
-    let file = open_for_read(target).map_err(|e| Failure::from_io(raw, &e))?;
-    let md = file.metadata().map_err(|e| Failure::from_io(raw, &e))?;
-    if md.is_dir() {
-        return Err(Failure::new(
-            Class::WrongType,
-            format!(
-                "{} is a directory; list it with coder::list-folder or coder::tree",
-                crate::error::quote(raw)
-            ),
-        ));
-    }
-    if !md.is_file() {
-        return Err(Failure::new(
-            Class::WrongType,
-            format!(
-                "{} is not a regular file (a FIFO, socket or device); only regular files are read or edited",
-                crate::error::quote(raw)
-            ),
-        ));
-    }
-    Ok((file, md))
 }
 
 /// SHA-256 hex of a file's bytes, streamed in constant memory.
@@ -291,6 +262,8 @@ pub struct Staged {
     /// records this call: the journal then neither reads the body back to
     /// name it nor copies a body it already holds.
     hasher: Option<Sha256>,
+    /// Who records this change (the call's journal), if anyone.
+    rec: Recorder,
     /// The body's SHA-256 when the writer handed it over with the whole
     /// body ([`write_hashed`]); then `hasher` is `None`.
     digest: Option<[u8; 32]>,
@@ -302,20 +275,19 @@ pub struct Staged {
 
 /// What [`Staged::seal`] stored for the journal.
 struct SealedImages {
-    cap: journal::Capture,
-    before: Option<journal::Image>,
-    after: Option<journal::Image>,
+    before: Option<Image>,
+    after: Option<Image>,
 }
 
 impl Staged {
     /// Start a replacement of `target` (which may not exist yet; its parent
     /// directory must).
-    pub fn new(target: &Resolved) -> std::io::Result<Staged> {
-        Staged::in_parent(target.parent()?)
+    pub fn new(target: &Loc, rec: &Recorder) -> std::io::Result<Staged> {
+        Staged::in_parent(target.parent()?, rec)
     }
 
     /// Start a new version of the entry `parent` names.
-    pub fn in_parent(parent: Parent) -> std::io::Result<Staged> {
+    pub fn in_parent(parent: Parent, rec: &Recorder) -> std::io::Result<Staged> {
         let tmp = nix::fcntl::openat(
             parent.dir(),
             ".",
@@ -345,7 +317,8 @@ impl Staged {
             parent,
             named,
             written: 0,
-            hasher: journal::current().map(|_| Sha256::new()),
+            hasher: rec.as_ref().map(|_| Sha256::new()),
+            rec: rec.clone(),
             digest: None,
             sealed: None,
         })
@@ -399,7 +372,7 @@ impl Staged {
             .digest
             .take()
             .or_else(|| self.hasher.take().map(|h| h.finalize().into()));
-        let cap = digest.as_ref().and_then(|_| journal::capture());
+        let cap = digest.as_ref().and(self.rec.clone());
         let (Some(cap), Some(digest)) = (cap, digest) else {
             self.file.sync_all()?;
             return Ok(Sealed { stage: Some(self) });
@@ -409,21 +382,21 @@ impl Staged {
         // version's own fsync below commits their metadata with its own,
         // and their data is flushed on a helper thread beside it.
         let after = cap.image_of_new(&self.file, &digest, self.written, mode);
-        let before = image_at(&cap, &self.parent);
+        let before = image_at(&*cap, &self.parent);
         let pending = [&before, &after]
             .into_iter()
             .flatten()
-            .any(journal::Image::is_pending);
+            .any(Image::is_pending);
         let (before, after) = if pending {
             let flush = move || {
                 let mut images = (before, after);
                 let flushed = [&mut images.0, &mut images.1]
                     .into_iter()
                     .flatten()
-                    .try_for_each(journal::Image::flush_body);
+                    .try_for_each(Image::flush_body);
                 flushed.map(|()| images)
             };
-            let (flushed, own) = journal::beside::beside(flush, || self.file.sync_all());
+            let (flushed, own) = jail::beside::beside(flush, || self.file.sync_all());
             own?;
             match flushed {
                 Some(Ok(images)) => images,
@@ -437,7 +410,7 @@ impl Staged {
             self.file.sync_all()?;
             (before, after)
         };
-        self.sealed = Some(SealedImages { cap, before, after });
+        self.sealed = Some(SealedImages { before, after });
         Ok(Sealed { stage: Some(self) })
     }
 
@@ -505,18 +478,18 @@ impl Sealed {
         let target = stage.parent.name.clone();
         // The journal keeps the body being replaced and the new one; both
         // are stored before the swap, the record is written after it.
-        let (cap, images) = match stage.sealed.take() {
-            Some(s) => (Some(s.cap), Some((s.before, s.after))),
+        let cap = stage.rec.clone();
+        let images = match stage.sealed.take() {
+            Some(s) => Some((s.before, s.after)),
             None => {
-                let cap = journal::capture();
-                let images = cap.as_ref().map(|c| {
+                let images = cap.as_deref().map(|c| {
                     let mode = stage
                         .file
                         .metadata()
                         .map_or(DEFAULT_FILE_MODE, |m| m.permissions().mode() & 0o7777);
                     (image_at(c, &stage.parent), c.image_of(&stage.file, mode))
                 });
-                (cap, images)
+                images
             }
         };
         match (stage.named.take(), clobber) {
@@ -561,7 +534,7 @@ impl Sealed {
                     c.remember(&stage.file, a);
                 }
                 c.record(
-                    journal::write_kind(&before),
+                    write_kind(&before),
                     &path,
                     None,
                     before,
@@ -578,10 +551,10 @@ impl Sealed {
 /// Remove staging names a killed worker left behind under `root`: entries
 /// named `.ide-stage-…` older than `min_age`, found by a handle walk that
 /// follows no link. Returns how many were removed.
-pub fn sweep(root: &Resolved, min_age: std::time::Duration) -> usize {
+pub fn sweep(root: &Loc, min_age: std::time::Duration) -> usize {
     let mut removed = 0;
     let now = std::time::SystemTime::now();
-    jail::walk::for_each_staging_name(root.loc(), &mut |dir, name| {
+    jail::walk::for_each_staging_name(root, &mut |dir, name| {
         let Ok(st) = nix::sys::stat::fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) else {
             return;
         };
@@ -603,9 +576,9 @@ mod tests {
     use std::path::Path;
 
     /// `path` (inside `dir`) as the policy would hand it over.
-    fn at(dir: &Path, path: &Path) -> Resolved {
+    fn at(dir: &Path, path: &Path) -> Loc {
         let anchor = crate::jail::Anchor::open(dir).unwrap();
-        Resolved::from_loc(anchor.locate(path).unwrap(), None, path.exists())
+        anchor.locate(path).unwrap()
     }
 
     #[test]
@@ -614,7 +587,7 @@ mod tests {
         let p = d.path().join("f");
         std::fs::write(&p, "old").unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-        write_atomic(&at(d.path(), &p), b"new", None, Clobber::Replace).unwrap();
+        write_atomic(&at(d.path(), &p), b"new", None, Clobber::Replace, &None).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"new");
         assert_eq!(
             std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
@@ -628,13 +601,20 @@ mod tests {
     fn new_files_get_the_given_or_default_mode() {
         let d = tempfile::TempDir::new().unwrap();
         let a = d.path().join("a");
-        write_atomic(&at(d.path(), &a), b"x", None, Clobber::Never).unwrap();
+        write_atomic(&at(d.path(), &a), b"x", None, Clobber::Never, &None).unwrap();
         assert_eq!(
             std::fs::metadata(&a).unwrap().permissions().mode() & 0o777,
             0o644
         );
         let b = d.path().join("b");
-        write_atomic(&at(d.path(), &b), b"x", Some(0o755), Clobber::Replace).unwrap();
+        write_atomic(
+            &at(d.path(), &b),
+            b"x",
+            Some(0o755),
+            Clobber::Replace,
+            &None,
+        )
+        .unwrap();
         assert_eq!(
             std::fs::metadata(&b).unwrap().permissions().mode() & 0o777,
             0o755
@@ -645,7 +625,7 @@ mod tests {
     fn a_failed_write_leaves_the_old_file() {
         let d = tempfile::TempDir::new().unwrap();
         let p = d.path().join("missing-dir").join("f");
-        assert!(write_atomic(&at(d.path(), &p), b"x", None, Clobber::Replace).is_err());
+        assert!(write_atomic(&at(d.path(), &p), b"x", None, Clobber::Replace, &None).is_err());
         // the target directory is a file: nothing is created or changed
         let file_dir = d.path().join("plain");
         std::fs::write(&file_dir, "old").unwrap();
@@ -654,7 +634,8 @@ mod tests {
                 &at(d.path(), &file_dir.join("f")),
                 b"new",
                 None,
-                Clobber::Replace
+                Clobber::Replace,
+                &None
             )
             .is_err()
         );
@@ -666,14 +647,20 @@ mod tests {
         let d = tempfile::TempDir::new().unwrap();
         let p = d.path().join("f");
         std::fs::write(&p, "old").unwrap();
-        let e = write_atomic(&at(d.path(), &p), b"new", None, Clobber::Never).unwrap_err();
+        let e = write_atomic(&at(d.path(), &p), b"new", None, Clobber::Never, &None).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&p).unwrap(), b"old");
         let q = d.path().join("g");
         std::fs::write(&q, "g").unwrap();
-        let e = rename(&at(d.path(), &q), &at(d.path(), &p), Clobber::Never).unwrap_err();
+        let e = rename(&at(d.path(), &q), &at(d.path(), &p), Clobber::Never, &None).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
-        rename(&at(d.path(), &q), &at(d.path(), &p), Clobber::Replace).unwrap();
+        rename(
+            &at(d.path(), &q),
+            &at(d.path(), &p),
+            Clobber::Replace,
+            &None,
+        )
+        .unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"g");
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
     }
@@ -684,7 +671,7 @@ mod tests {
         let target = dir.path().join("f.txt");
         std::fs::write(&target, "old").unwrap();
         {
-            let mut s = Staged::new(&at(dir.path(), &target)).unwrap();
+            let mut s = Staged::new(&at(dir.path(), &target), &None).unwrap();
             s.write_all(b"new and half").unwrap();
         }
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "old");
@@ -696,7 +683,7 @@ mod tests {
         let dir = tempfile::TempDir::new().unwrap();
         let target = dir.path().join("f.txt");
         std::fs::write(&target, "old").unwrap();
-        let mut s = Staged::new(&at(dir.path(), &target)).unwrap();
+        let mut s = Staged::new(&at(dir.path(), &target), &None).unwrap();
         s.write_all(b"new").unwrap();
         assert_eq!(s.commit(0o640, None).unwrap(), 3);
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
