@@ -33,9 +33,9 @@ impl Catalog {
             crate::coder::delete_file::def(),
             crate::coder::move_file::def(),
             crate::coder::search::def(),
-            crate::journal::functions::change_diff_def(),
-            crate::journal::functions::list_def(),
-            crate::journal::functions::revert_def(),
+            crate::coder::change_diff::def(),
+            crate::turns::list::def(),
+            crate::turns::revert::def(),
             crate::control::config_status::def(),
             crate::control::on_config_change::def(),
             crate::exec::foreground::def(),
@@ -54,9 +54,27 @@ impl Catalog {
             crate::fs::grep::def(),
             crate::fs::sed::def(),
         ];
-        defs.extend(crate::workspace::defs());
+        defs.extend([
+            crate::workspace::roots::def(),
+            crate::workspace::list::def(),
+            crate::workspace::validate::def(),
+            crate::workspace::read_bytes::def(),
+        ]);
         defs.push(crate::ui::def());
-        defs.extend(crate::pty::functions::defs());
+        defs.extend([
+            crate::pty::open::def(),
+            crate::pty::write::def(),
+            crate::pty::resize::def(),
+            crate::pty::attach::def(),
+            crate::pty::detach::def(),
+            crate::pty::close::def(),
+            crate::pty::adopt::def(),
+            crate::pty::sessions::def(),
+            crate::pty::start::def(),
+            crate::pty::send::def(),
+            crate::pty::read::def(),
+            crate::pty::screen::def(),
+        ]);
         let trigger_types = vec![
             crate::exec::job_finished::trigger_type(),
             crate::watch::changed::trigger_type(),

@@ -44,6 +44,7 @@ pub mod services;
 pub mod stream;
 #[cfg(test)]
 pub mod testkit;
+pub mod turns;
 pub mod ui;
 pub mod watch;
 pub mod workspace;

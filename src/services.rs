@@ -5,7 +5,7 @@
 use crate::exec::jobs::JobTable;
 use crate::journal::Journals;
 use crate::ports::{ConfigSource, Outbound};
-use crate::pty::Sessions;
+use crate::pty::session::Sessions;
 use crate::runtime::{LiveRuntime, Runtime};
 use crate::watch::Registry;
 use std::sync::Arc;

@@ -5,6 +5,7 @@
 //! canonicalizes or checks globs by itself. Blocking file work runs on the
 //! blocking pool ([`blocking`]). Writes go through [`crate::jail::atomic`].
 
+pub mod change_diff;
 pub mod create_file;
 pub mod delete_file;
 pub mod info;

@@ -29,7 +29,6 @@
 //! `turns.max_blob_bytes` bounds the blob store (oldest bodies go first;
 //! their changes stay listed with `diff_available: false`).
 
-pub mod functions;
 pub mod marks;
 pub mod scope;
 

@@ -6,18 +6,33 @@
 //! console handler it is attached to ([`target`]); credentials
 //! ([`creds`]) rotate on attach and adopt. Every byte also feeds a terminal
 //! emulator ([`screen`]), so a replay that lost frames starts with a redraw
-//! and an agent can read the screen. See [`session`] for the tasks and
-//! [`functions`] for the contract.
+//! and an agent can read the screen. See [`session`] for the tasks. One
+//! file a function: the eight console functions exactly as published
+//! ([`open`], [`write`], [`resize`], [`attach`], [`detach`], [`close`],
+//! [`adopt`], [`sessions`]) and four agent-facing ones ([`start`],
+//! [`send`], [`read`], [`screen`]); [`shared`] holds what they share.
 
+pub mod adopt;
+pub mod attach;
+pub mod close;
 pub mod creds;
-pub mod functions;
+pub mod detach;
+pub mod emulator;
 pub mod keys;
+pub mod open;
+pub mod read;
+pub mod resize;
 pub mod ring;
 pub mod screen;
+pub mod send;
 pub mod session;
+pub mod sessions;
+pub mod shared;
 pub mod spawn;
+pub mod start;
 pub mod target;
 pub mod utf8;
+pub mod write;
 
 pub use session::Sessions;
 

@@ -19,8 +19,8 @@
 //!   EOF on the master, and what the program left running is ended with it.
 
 use super::creds::{self, Credentials};
+use super::emulator::{Rendered, Screen};
 use super::ring::{End, Frame, Ring};
-use super::screen::{Rendered, Screen};
 use super::spawn::{self, Spawned};
 use super::utf8;
 use crate::error::{Class, Failure, quote};

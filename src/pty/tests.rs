@@ -473,7 +473,7 @@ async fn a_lost_ring_replays_as_a_redraw_of_the_screen() {
         frames[0]["sequence"].as_u64().unwrap() + 1,
         a["next_sequence"].as_u64().unwrap()
     );
-    let mut fresh = super::screen::Screen::new(120, 40);
+    let mut fresh = super::emulator::Screen::new(120, 40);
     fresh.process(&unb64(&frames[0]["data"]));
     let (want, _) = w.services.pty.get(&id).unwrap().render();
     assert_eq!(fresh.render(), want);

@@ -1,0 +1,92 @@
+//! `shell::pty::read`: what a session printed since a frame, optionally waiting for a pattern.
+
+use crate::error::{Class, Failure, quote};
+use crate::function::{Ctx, Flags, FunctionDef, function};
+use crate::pty::shared::{MAX_WAIT_MS, SessionStatus};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadRequest {
+    pub session_id: String,
+    pub access_key: String,
+    /// Return output after this sequence number (0: everything retained); pass the previous answer's `next_sequence - 1`.
+    #[serde(default)]
+    pub after_sequence: u64,
+    /// Wait up to this long (ms, at most 60000) for output — or, with `until`, for it to match. Default 0: answer at once.
+    #[serde(default)]
+    pub wait_ms: u64,
+    /// A regex the output after `after_sequence` must match before the call returns (or `wait_ms` runs out).
+    #[serde(default)]
+    pub until: Option<String>,
+    /// Drop escape sequences and control characters (default true); `until` is matched against the same text.
+    #[serde(default)]
+    pub strip_ansi: Option<bool>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadResponse {
+    /// The output after `after_sequence`, as text.
+    pub text: String,
+    /// The sequence number the next frame will carry; read on with `after_sequence: next_sequence - 1`.
+    pub next_sequence: u64,
+    /// `until` matched (or, without `until`, some output arrived).
+    pub matched: bool,
+    /// `wait_ms` ran out first.
+    pub timed_out: bool,
+    /// Output after `after_sequence` was already evicted from the ring.
+    pub truncated: bool,
+    pub status: SessionStatus,
+}
+
+pub fn def() -> FunctionDef {
+    function(
+        "shell::pty::read",
+        "Read a terminal session's output after `after_sequence` as text, waiting up to `wait_ms` for output or until the regex `until` matches. Returns { text, next_sequence, matched, timed_out, truncated, status }; pass `next_sequence - 1` as the next `after_sequence`. Errors return { code, message }; common: S211 unknown session or stale access_key, S217 bad `until` regex.",
+        Flags::NONE,
+        |ctx: Ctx, req: ReadRequest| async move {
+            let s = ctx
+                .services
+                .pty
+                .with_key(&req.session_id, &req.access_key)?;
+            let strip = req.strip_ansi.unwrap_or(true);
+            let until = match &req.until {
+                Some(pat) => Some(
+                    regex::RegexBuilder::new(pat)
+                        .size_limit(1 << 20)
+                        .build()
+                        .map_err(|e| {
+                            Failure::new(
+                                Class::BadRegex,
+                                format!("until {} is not a valid regex: {e}", quote(pat)),
+                            )
+                        })?,
+                ),
+                None => None,
+            };
+            let text_of = move |raw: &[u8]| {
+                if strip {
+                    crate::pty::emulator::strip_ansi(raw)
+                } else {
+                    String::from_utf8_lossy(raw).into_owned()
+                }
+            };
+            let wait = Duration::from_millis(req.wait_ms.min(MAX_WAIT_MS));
+            let (out, matched, timed_out) = s
+                .read(req.after_sequence, wait, |raw| match &until {
+                    Some(re) => re.is_match(&text_of(raw)),
+                    None => !raw.is_empty(),
+                })
+                .await;
+            Ok(ReadResponse {
+                text: text_of(&out.raw),
+                next_sequence: out.next_sequence,
+                matched,
+                timed_out,
+                truncated: out.truncated,
+                status: out.status.into(),
+            })
+        },
+    )
+}
