@@ -4,25 +4,32 @@
 //! everything they need to work in a code base, under one hot-reloaded
 //! security policy and one error-code scheme.
 //!
-//! The map, from the bottom up:
+//! The map, from the bottom up (the layer order is checked by
+//! `tests/shape.rs`; ARCHITECTURE.md explains each layer):
 //!
-//! - [`config`]: the configuration schema (typed, strict, migration hints).
+//! - [`error`] (the ONE failure enum, rendered `C2xx` / `S2xx`), [`stream`]
+//!   (transport-free byte streams), [`config`] (the configuration schema).
+//! - [`jail`]: every filesystem operation, by handle — resolution beneath a
+//!   root, walks, atomic replacement ([`jail::atomic`]) and what a write
+//!   tells its recorder ([`jail::record`]).
 //! - [`policy`]: the ONE path policy every surface resolves paths through.
-//! - [`error`]: the ONE failure enum, rendered `C2xx` / `S2xx`.
 //! - [`runtime`]: an immutable snapshot of config + compiled policy, swapped
 //!   atomically on hot reload.
-//! - [`catalog`]: the ONE function table (ids, descriptions, schemas,
-//!   handlers) shared by the engine bus, `ide call` and the tests.
-//! - [`stream`]: transport-free byte streams (channels) for large payloads.
-//! - [`coder`], [`fs`], [`control`]: the functions, one module each.
-//! - [`exec`]: commands, background jobs and the `shell::job-finished`
-//!   trigger (process groups, capture caps, the env gate, the denylist).
-//! - [`pty`]: terminal sessions (`shell::pty::*`) for console panes and
-//!   agents: PTYs, replay ring, ordered delivery, a server-side screen.
+//! - [`ports`]: what the core needs from the engine, as traits.
+//! - [`journal`]: the change journal and each call's [`journal::Scope`].
+//! - [`exec`], [`pty`], [`watch`]: the owners of long-lived state
+//!   (processes and jobs, terminal sessions, the change feed's watchers).
+//! - [`services`]: one per worker, holding all of them.
+//! - [`function`]: what a function is (`Ctx`, the typed builder).
+//! - The functions, one file each: [`coder`], [`fs`], [`exec`], [`pty`],
+//!   [`workspace`], [`turns`], [`control`], [`ui`], [`watch::changed`],
+//!   with [`sandbox`] forwarding.
+//! - [`catalog`]: the ONE function table, shared by the engine bus,
+//!   `ide call` and the tests.
 //! - [`bus`]: the engine connection (the only module that knows about iii).
 //!
 //! Core modules know nothing about the transport: a function is a plain
-//! async fn over typed request/response structs and a [`catalog::Ctx`].
+//! async fn over typed request/response structs and a [`function::Ctx`].
 
 pub mod bus;
 pub mod catalog;
