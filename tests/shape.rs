@@ -36,8 +36,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "machinery",
         &[
-            "exec",
-            "pty",
+            "exec", "pty",
             "watch",
             // the functions of those modules sit above, with the others
         ],
@@ -488,11 +487,7 @@ fn no_files_import_each_other_in_a_circle() {
             visit(&mut st, v);
         }
     }
-    assert!(
-        st.circles.is_empty(),
-        "import circles: {:#?}",
-        st.circles
-    );
+    assert!(st.circles.is_empty(), "import circles: {:#?}", st.circles);
 }
 
 #[test]
@@ -503,9 +498,11 @@ fn long_lived_state_is_not_a_process_global() {
         let global = code.lines().any(|l| {
             let l = l.trim_start();
             (l.starts_with("static ") || l.starts_with("pub static "))
-                && ["Mutex", "RwLock", "LazyLock", "OnceLock", "DashMap", "RefCell", "Cell<"]
-                    .iter()
-                    .any(|t| l.contains(t))
+                && [
+                    "Mutex", "RwLock", "LazyLock", "OnceLock", "DashMap", "RefCell", "Cell<",
+                ]
+                .iter()
+                .any(|t| l.contains(t))
         }) || code.contains("thread_local!")
             || code.contains("task_local!");
         if global && !PROCESS_STATE.iter().any(|(f, _)| *f == rel) {

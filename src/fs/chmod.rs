@@ -180,13 +180,7 @@ fn tree_post_order(dir: &Resolved, policy: &crate::policy::Policy) -> Vec<(Resol
         match node.kind {
             Kind::Dir => pending.push((node.depth, at)),
             _ => {
-                let multi = node.kind == Kind::File
-                    && nix::sys::stat::fstatat(
-                        node.dir.as_fd(),
-                        node.name,
-                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-                    )
-                    .is_ok_and(|st| st.st_nlink > 1);
+                let multi = node.kind == Kind::File && node.lstat().is_ok_and(|st| st.st_nlink > 1);
                 out.push((at, multi));
             }
         }

@@ -422,26 +422,7 @@ impl Staged {
     /// Give the unnamed inode the name `name` in the target directory;
     /// `EEXIST` when taken.
     fn link_as(&self, name: &std::ffi::OsStr) -> std::io::Result<()> {
-        let fd = self.file.as_fd();
-        let via_proc = nix::unistd::linkat(
-            nix::fcntl::AT_FDCWD,
-            &jail::proc_path(fd),
-            self.parent.dir(),
-            name,
-            AtFlags::AT_SYMLINK_FOLLOW,
-        );
-        match via_proc {
-            Ok(()) => Ok(()),
-            // No /proc: the handle form (needs CAP_DAC_READ_SEARCH).
-            Err(Errno::ENOENT) => Ok(nix::unistd::linkat(
-                fd,
-                "",
-                self.parent.dir(),
-                name,
-                AtFlags::AT_EMPTY_PATH,
-            )?),
-            Err(e) => Err(e.into()),
-        }
+        jail::link_unnamed(self.file.as_fd(), self.parent.dir(), name)
     }
 }
 

@@ -538,6 +538,81 @@ impl Backup {
     }
 }
 
+/// The entry `name` in `dir`, never following it (`fstatat` with
+/// `AT_SYMLINK_NOFOLLOW`).
+pub fn stat_in<P: ?Sized + nix::NixPath>(
+    dir: BorrowedFd<'_>,
+    name: &P,
+) -> std::io::Result<FileStat> {
+    Ok(nix::sys::stat::fstatat(
+        dir,
+        name,
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )?)
+}
+
+/// Remove the non-directory entry `name` of `dir`.
+pub fn unlink_in<P: ?Sized + nix::NixPath>(dir: BorrowedFd<'_>, name: &P) -> std::io::Result<()> {
+    Ok(nix::unistd::unlinkat(
+        dir,
+        name,
+        nix::unistd::UnlinkatFlags::NoRemoveDir,
+    )?)
+}
+
+/// A second name (`to_name` in `to_dir`) for the file `from_name` of
+/// `from_dir`, which is not followed; `AlreadyExists` when taken.
+pub fn link_in(
+    from_dir: BorrowedFd<'_>,
+    from_name: &str,
+    to_dir: BorrowedFd<'_>,
+    to_name: &str,
+) -> std::io::Result<()> {
+    Ok(nix::unistd::linkat(
+        from_dir,
+        from_name,
+        to_dir,
+        to_name,
+        nix::fcntl::AtFlags::empty(),
+    )?)
+}
+
+/// A new unnamed (`O_TMPFILE`) file in `dir`, mode `0600`, named later
+/// with [`link_unnamed`].
+pub fn unnamed_in(dir: BorrowedFd<'_>) -> std::io::Result<std::fs::File> {
+    Ok(nix::fcntl::openat(
+        dir,
+        ".",
+        OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o600),
+    )?
+    .into())
+}
+
+/// Give the unnamed file `fd` the name `name` in `dir`; `AlreadyExists`
+/// when taken. Through `/proc/self/fd` (no privilege needed), else by
+/// handle (needs `CAP_DAC_READ_SEARCH`).
+pub fn link_unnamed(fd: BorrowedFd<'_>, dir: BorrowedFd<'_>, name: &OsStr) -> std::io::Result<()> {
+    let via_proc = nix::unistd::linkat(
+        nix::fcntl::AT_FDCWD,
+        &proc_path(fd),
+        dir,
+        name,
+        nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
+    );
+    match via_proc {
+        Ok(()) => Ok(()),
+        Err(Errno::ENOENT) => Ok(nix::unistd::linkat(
+            fd,
+            "",
+            dir,
+            name,
+            nix::fcntl::AtFlags::AT_EMPTY_PATH,
+        )?),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Open (or with `O_CREAT` create, `0600`) the file `name` directly in
 /// `dir`, never following a link: for a data directory's own files.
 pub fn file_in(dir: BorrowedFd<'_>, name: &str, flags: OFlag) -> std::io::Result<std::fs::File> {

@@ -44,6 +44,15 @@ pub struct Node<'a> {
 }
 
 impl Node<'_> {
+    /// The entry's own status (never following it).
+    pub fn lstat(&self) -> std::io::Result<nix::sys::stat::FileStat> {
+        Ok(nix::sys::stat::fstatat(
+            self.dir.as_fd(),
+            self.name,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )?)
+    }
+
     /// Open the entry (never following it) with `flags`.
     pub fn open(&self, flags: OFlag) -> std::io::Result<OwnedFd> {
         open_child(self.dir.as_fd(), self.name, flags)

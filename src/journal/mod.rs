@@ -42,6 +42,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::FileExt;
@@ -258,11 +259,7 @@ impl Journal {
         drop(bytes);
         let mut blob_bytes = 0;
         for e in jail::dir::read(blobs.as_fd())? {
-            if let Ok(st) = nix::sys::stat::fstatat(
-                blobs.as_fd(),
-                e.name.as_os_str(),
-                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-            ) {
+            if let Ok(st) = jail::stat_in(blobs.as_fd(), e.name.as_os_str()) {
                 blob_bytes += st.st_size as u64;
             }
         }
@@ -301,14 +298,10 @@ impl Journal {
         let (key, stamp) = stamp_of(file)?;
         let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         let (s, img) = known.get(&key)?;
-        let still_held = img.blob.as_deref().is_none_or(|h| {
-            nix::sys::stat::fstatat(
-                self.state().blobs.as_fd(),
-                h,
-                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-            )
-            .is_ok()
-        });
+        let still_held = img
+            .blob
+            .as_deref()
+            .is_none_or(|h| jail::stat_in(self.state().blobs.as_fd(), h).is_ok());
         if *s != stamp || !still_held {
             return None;
         }
@@ -335,13 +328,7 @@ impl Journal {
     fn held_image(&self, digest: &[u8], size: u64, mode: u32, cap: u64) -> Option<Image> {
         let revision = hex(digest);
         let keep = cap > 0 && size <= cap;
-        let held = keep
-            && nix::sys::stat::fstatat(
-                self.state().blobs.as_fd(),
-                revision.as_str(),
-                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-            )
-            .is_ok();
+        let held = keep && jail::stat_in(self.state().blobs.as_fd(), revision.as_str()).is_ok();
         (held || !keep).then(|| Image {
             version: Version {
                 revision: revision.clone(),
@@ -449,12 +436,7 @@ impl Journal {
         hash: &str,
         size: u64,
     ) -> std::io::Result<(bool, bool)> {
-        let exists = nix::sys::stat::fstatat(
-            blobs.as_fd(),
-            hash,
-            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-        )
-        .is_ok();
+        let exists = jail::stat_in(blobs.as_fd(), hash).is_ok();
         if exists {
             return Ok((true, false));
         }
@@ -465,18 +447,12 @@ impl Journal {
         unsafe {
             nix::libc::sync_file_range(t.as_raw_fd(), 0, 0, nix::libc::SYNC_FILE_RANGE_WRITE);
         }
-        match nix::unistd::linkat(
-            nix::fcntl::AT_FDCWD,
-            &jail::proc_path(t.as_fd()),
-            blobs.as_fd(),
-            hash,
-            nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
-        ) {
+        match jail::link_unnamed(t.as_fd(), blobs.as_fd(), OsStr::new(hash)) {
             Ok(()) => {
                 self.state().blob_bytes += size;
                 Ok((true, true))
             }
-            Err(nix::errno::Errno::EEXIST) => Ok((true, false)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok((true, false)),
             Err(e) => Err(e.into()),
         }
     }
@@ -511,13 +487,7 @@ impl Journal {
         // References first: a line never names a body that is not linked.
         for (side, img) in [("before", &before), ("after", &after)] {
             let name = format!("{seq}.{side}");
-            let unlink = || {
-                nix::unistd::unlinkat(
-                    st.refs.as_fd(),
-                    name.as_str(),
-                    nix::unistd::UnlinkatFlags::NoRemoveDir,
-                )
-            };
+            let unlink = || jail::unlink_in(st.refs.as_fd(), name.as_str());
             let Some(hash) = img.as_ref().and_then(|i| i.blob.as_deref()) else {
                 // A line lost to a crash may have left a ref under this
                 // number, and nothing would ever unlink it (this change
@@ -526,20 +496,12 @@ impl Journal {
                 let _ = unlink();
                 continue;
             };
-            let link = || {
-                nix::unistd::linkat(
-                    st.blobs.as_fd(),
-                    hash,
-                    st.refs.as_fd(),
-                    name.as_str(),
-                    nix::fcntl::AtFlags::empty(),
-                )
-            };
+            let link = || jail::link_in(st.blobs.as_fd(), hash, st.refs.as_fd(), name.as_str());
             match link() {
                 Ok(()) => {}
                 // a ref a lost line left under this number: replace it,
                 // never trust it (it may name another body)
-                Err(nix::errno::Errno::EEXIST) => {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     let _ = unlink();
                     link()?;
                 }
@@ -586,26 +548,11 @@ impl Journal {
                         continue;
                     };
                     let name = format!("{seq}.{side}");
-                    let _ = nix::unistd::unlinkat(
-                        st.refs.as_fd(),
-                        name.as_str(),
-                        nix::unistd::UnlinkatFlags::NoRemoveDir,
-                    );
+                    let _ = jail::unlink_in(st.refs.as_fd(), name.as_str());
                     // blobs/<hash> alone holds it now: the body goes.
-                    let alone = nix::sys::stat::fstatat(
-                        st.blobs.as_fd(),
-                        v.revision.as_str(),
-                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-                    )
-                    .is_ok_and(|s| s.st_nlink == 1);
-                    if alone
-                        && nix::unistd::unlinkat(
-                            st.blobs.as_fd(),
-                            v.revision.as_str(),
-                            nix::unistd::UnlinkatFlags::NoRemoveDir,
-                        )
-                        .is_ok()
-                    {
+                    let alone = jail::stat_in(st.blobs.as_fd(), v.revision.as_str())
+                        .is_ok_and(|s| s.st_nlink == 1);
+                    if alone && jail::unlink_in(st.blobs.as_fd(), v.revision.as_str()).is_ok() {
                         st.blob_bytes = st.blob_bytes.saturating_sub(v.size);
                     }
                 }
@@ -691,12 +638,8 @@ impl Journal {
                 None => true,
                 Some(v) => {
                     v.stored
-                        && nix::sys::stat::fstatat(
-                            st.refs.as_fd(),
-                            format!("{}.{side}", r.seq).as_str(),
-                            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-                        )
-                        .is_ok()
+                        && jail::stat_in(st.refs.as_fd(), format!("{}.{side}", r.seq).as_str())
+                            .is_ok()
                 }
             })
     }
@@ -746,13 +689,7 @@ enum Flush {
 
 /// A new unnamed file in `dir`, for a blob.
 fn unnamed_in(dir: &OwnedFd) -> std::io::Result<std::fs::File> {
-    Ok(nix::fcntl::openat(
-        dir.as_fd(),
-        ".",
-        OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::from_bits_truncate(0o600),
-    )?
-    .into())
+    jail::unnamed_in(dir.as_fd())
 }
 
 /// Map an I/O failure of the journal for an answer.
