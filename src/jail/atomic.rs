@@ -462,16 +462,13 @@ impl Sealed {
         let cap = stage.rec.clone();
         let images = match stage.sealed.take() {
             Some(s) => Some((s.before, s.after)),
-            None => {
-                let images = cap.as_deref().map(|c| {
-                    let mode = stage
-                        .file
-                        .metadata()
-                        .map_or(DEFAULT_FILE_MODE, |m| m.permissions().mode() & 0o7777);
-                    (image_at(c, &stage.parent), c.image_of(&stage.file, mode))
-                });
-                images
-            }
+            None => cap.as_deref().map(|c| {
+                let mode = stage
+                    .file
+                    .metadata()
+                    .map_or(DEFAULT_FILE_MODE, |m| m.permissions().mode() & 0o7777);
+                (image_at(c, &stage.parent), c.image_of(&stage.file, mode))
+            }),
         };
         match (stage.named.take(), clobber) {
             (None, Clobber::Never) => stage.link_as(&target)?,

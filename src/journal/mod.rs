@@ -453,7 +453,7 @@ impl Journal {
                 Ok((true, true))
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok((true, false)),
-            Err(e) => Err(e.into()),
+            Err(e) => Err(e),
         }
     }
 
@@ -505,7 +505,7 @@ impl Journal {
                     let _ = unlink();
                     link()?;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         }
         let record = ChangeRecord {
