@@ -19,9 +19,20 @@ struct Cli {
     /// WebSocket URL of the iii engine (the flag wins over III_URL).
     #[arg(long, env = "III_URL", default_value = iii_sdk::DEFAULT_ENGINE_URL, global = true)]
     url: String,
-    /// Seed config: sent as initial_value on FIRST registration only; `ide call` uses it directly.
-    #[arg(long, default_value = "./config.yaml", global = true)]
+    /// Seed config: sent as initial_value on FIRST registration only; `ide call` uses it
+    /// directly. A supervisor's III_CONFIG (compose's resolved configuration) is the default.
+    #[arg(
+        long,
+        env = "III_CONFIG",
+        default_value = "./config.yaml",
+        global = true
+    )]
     config: PathBuf,
+    /// The configuration entry this worker owns (default: `ide`, carrying a pre-rename
+    /// `shell` value over once). Without it, a III_CONFIG file is the configuration itself
+    /// and no entry is claimed.
+    #[arg(long, env = "III_CONFIG_NAME", global = true)]
+    config_name: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -97,7 +108,15 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        None => rt.block_on(serve(cli.url, &cli.config)),
+        None => {
+            // compose hands its resolved configuration over as III_CONFIG;
+            // with no entry named, that file is the configuration itself
+            let file = std::env::var("III_CONFIG")
+                .ok()
+                .map(|_| cli.config.display().to_string());
+            let home = ide::bus::ConfigHome::from_env(cli.config_name.as_deref(), file.as_deref());
+            rt.block_on(serve(cli.url, &cli.config, home))
+        }
         Some(Command::Functions) => {
             let catalog = Catalog::standard();
             emit(&pretty(&catalog.to_json()), ExitCode::SUCCESS)
@@ -149,10 +168,18 @@ fn has_failed_entry(v: &serde_json::Value) -> bool {
         })
 }
 
-async fn serve(url: String, config: &Path) -> ExitCode {
+async fn serve(url: String, config: &Path, home: ide::bus::ConfigHome) -> ExitCode {
     // Before any command runs: orphans of commands are re-parented to the
     // worker, so they can be found and killed with their command.
     ide::exec::tree::init();
+    if matches!(home, ide::bus::ConfigHome::File(_)) && !config.exists() {
+        tracing::error!(
+            "the configuration file {} (III_CONFIG) does not exist; it is this worker's whole \
+             configuration, refusing to start",
+            config.display()
+        );
+        return ExitCode::FAILURE;
+    }
     let seed = match load_seed(config) {
         Ok(c) => c,
         Err(e) => {
@@ -163,6 +190,7 @@ async fn serve(url: String, config: &Path) -> ExitCode {
     let opts = ide::bus::ServeOptions {
         url,
         seed: seed.to_value(),
+        home,
     };
     match ide::bus::serve(opts, shutdown_signal()).await {
         Ok(()) => {

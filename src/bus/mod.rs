@@ -37,13 +37,15 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use config_sync::{CONFIG_ID, LEGACY_CONFIG_ID};
+pub use config_sync::{CONFIG_ID, ConfigHome, LEGACY_CONFIG_ID};
 
 /// How `ide` was asked to serve.
 pub struct ServeOptions {
     pub url: String,
     /// The `--config` seed (or the built-in default), already parsed.
     pub seed: Value,
+    /// Where the configuration lives (`III_CONFIG_NAME`, `III_CONFIG`).
+    pub home: ConfigHome,
 }
 
 /// Remove staging names a killed worker left under the roots (older than
@@ -122,7 +124,7 @@ pub async fn serve(
     );
     tokio::pin!(shutdown);
     let started = tokio::select! {
-        r = start(&iii, opts.seed) => r,
+        r = start(&iii, opts.seed, &opts.home) => r,
         _ = &mut shutdown => {
             iii.shutdown_async().await;
             return Ok(());
@@ -138,7 +140,7 @@ pub async fn serve(
     let ui = ui::UiBindings::default();
     ui.publish(&iii);
     tokio::select! {
-        _ = watch_reconnects(&iii, &opts.url, &services, &ui) => {}
+        _ = watch_reconnects(&iii, &opts.url, &opts.home, &services, &ui) => {}
         _ = &mut shutdown => {}
     }
     services.shutdown().await;
@@ -146,9 +148,17 @@ pub async fn serve(
     Ok(())
 }
 
-async fn start(iii: &IIIClient, seed: Value) -> Result<Arc<Services>, ServeError> {
+async fn start(
+    iii: &IIIClient,
+    seed: Value,
+    home: &ConfigHome,
+) -> Result<Arc<Services>, ServeError> {
     wait_registered(iii).await?;
-    let value = config_sync::confirm(iii, &seed).await?;
+    let value = match home {
+        ConfigHome::Entry { id, legacy } => config_sync::confirm(iii, id, *legacy, &seed).await?,
+        // the file is the configuration: it was read (and checked) as the seed
+        ConfigHome::File(_) => seed,
+    };
     let runtime = Runtime::from_value(&value).map_err(|e| {
         ServeError::Config(format!(
             "stored configuration 'ide' cannot be enforced, refusing to start (no functions \
@@ -158,9 +168,16 @@ async fn start(iii: &IIIClient, seed: Value) -> Result<Arc<Services>, ServeError
     tracing::info!(
         mode = ?runtime.policy.mode(),
         roots = ?runtime.policy.jail_roots(),
+        from = %home,
         "configuration confirmed"
     );
-    let source: Arc<dyn ConfigSource> = Arc::new(config_sync::BusConfigSource { iii: iii.clone() });
+    let source: Arc<dyn ConfigSource> = match home {
+        ConfigHome::Entry { id, .. } => Arc::new(config_sync::BusConfigSource {
+            iii: iii.clone(),
+            id: id.clone(),
+        }),
+        ConfigHome::File(path) => Arc::new(config_sync::FileConfigSource { path: path.clone() }),
+    };
     let outbound: Arc<dyn Outbound> = Arc::new(SdkOutbound {
         iii: iii.clone(),
         main: tokio::runtime::Handle::current(),
@@ -169,7 +186,13 @@ async fn start(iii: &IIIClient, seed: Value) -> Result<Arc<Services>, ServeError
     let catalog = Arc::new(Catalog::standard());
     register_catalog(iii, &catalog, &services);
     register_trigger_types(iii, &catalog, &services);
-    bind_config_trigger(iii);
+    match home.entry_id() {
+        Some(id) => bind_config_trigger(iii, id),
+        None => tracing::info!(
+            "{home} is this worker's configuration (no configuration entry is claimed); edit it \
+             and call shell::on-config-change to reload, or declare config_name in compose"
+        ),
+    }
     // The engine handles one connection's frames in order, so once this
     // re-fetch is answered the binding is live: a change made before it is
     // seen here, one made after it fires the trigger. Nothing is missed.
@@ -397,11 +420,11 @@ fn register_trigger_types(iii: &IIIClient, catalog: &Catalog, services: &Arc<Ser
     }
 }
 
-fn bind_config_trigger(iii: &IIIClient) {
+fn bind_config_trigger(iii: &IIIClient, id: &str) {
     let mut input = RegisterTriggerInput::new(
         "configuration".to_string(),
         "shell::on-config-change".to_string(),
-        serde_json::json!({ "configuration_id": CONFIG_ID }),
+        serde_json::json!({ "configuration_id": id }),
     );
     input.metadata = None;
     #[allow(deprecated)]
@@ -420,6 +443,7 @@ fn bind_config_trigger(iii: &IIIClient) {
 async fn watch_reconnects(
     iii: &IIIClient,
     url: &str,
+    home: &ConfigHome,
     services: &Arc<Services>,
     ui: &ui::UiBindings,
 ) {
@@ -446,7 +470,9 @@ async fn watch_reconnects(
         tick += 1;
         if connected && !was_connected {
             tracing::info!("reconnected to the engine; re-confirming configuration");
-            config_sync::reregister(iii).await;
+            if let Some(id) = home.entry_id() {
+                config_sync::reregister(iii, id).await;
+            }
             ui.publish(iii);
             let ctx = crate::function::Ctx::new(services.clone());
             match crate::control::on_config_change::reload(&ctx).await {

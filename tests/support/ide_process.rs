@@ -17,7 +17,13 @@ use tokio::time::Instant;
 const TERM_GRACE: Duration = Duration::from_secs(3);
 
 /// Identity variables a supervisor would set; cleared so the test decides.
-const INHERITED_IDENTITY: [&str; 3] = ["III_URL", "III_WORKER_NAME", "III_NAMESPACE"];
+const INHERITED_IDENTITY: [&str; 5] = [
+    "III_URL",
+    "III_WORKER_NAME",
+    "III_NAMESPACE",
+    "III_CONFIG",
+    "III_CONFIG_NAME",
+];
 
 #[derive(Default)]
 struct Output {
