@@ -330,7 +330,7 @@ async fn compose_runs_ide_on_two_hosts_by_namespace() {
     let c = Caller::new(&engine);
     let info_a = c.eventually(&ns_a, "coder::info", json!({})).await;
     let info_b = c.eventually(&ns_b, "coder::info", json!({})).await;
-    let roots = |v: &Value| v["roots"].to_string();
+    let roots = |v: &Value| v["base_paths"].to_string();
     assert!(
         roots(&info_a).contains("root-a") && !roots(&info_a).contains("root-b"),
         "{info_a}"
