@@ -1,0 +1,280 @@
+//! Two ide on one real engine, each in its own namespace (two hosts): every
+//! call reaches the one it names, each trigger type binds in its own
+//! namespace and sees its own host only, and reconfiguring one host's entry
+//! leaves the other alone. ide takes its identity from the variables a
+//! supervisor sets (`III_NAMESPACE`, `III_WORKER_NAME`, `III_CONFIG_NAME`).
+//!
+//! Needs the real engine (the loopback stand-in routes no namespaces):
+//! without `IDE_TEST_ENGINE` each test says so and passes.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use iii_sdk::protocol::{RegisterTriggerInput, TriggerRequest};
+use iii_sdk::runtime::WorkerMetadata;
+use iii_sdk::{IIIClient, InitOptions, RegisterFunction, WorkerIdentityMode};
+use serde_json::{Value, json};
+use support::engine::unique_name;
+use support::harness::Engine;
+use support::ide_process::IdeProcess;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A test client registered in `namespace` (`None`: the engine's default).
+fn client(engine: &Engine, namespace: Option<&str>) -> IIIClient {
+    iii_sdk::register_worker(
+        &engine.url(),
+        InitOptions {
+            metadata: Some(WorkerMetadata {
+                name: unique_name("ns-e2e"),
+                ..Default::default()
+            }),
+            identity: WorkerIdentityMode::Explicit,
+            namespace: namespace.map(str::to_string),
+            otel: Some(iii_helpers::observability::OtelConfig {
+                enabled: Some(false),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    )
+}
+
+async fn call(
+    iii: &IIIClient,
+    ns: &str,
+    function_id: &str,
+    payload: Value,
+) -> Result<Value, String> {
+    let mut req = TriggerRequest::new(function_id, payload);
+    req.timeout_ms = Some(20_000);
+    iii.trigger(req.namespace(ns))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Call until it answers (the worker may still be registering).
+async fn eventually(iii: &IIIClient, ns: &str, function_id: &str, payload: Value) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match call(iii, ns, function_id, payload.clone()).await {
+            Ok(v) => return v,
+            Err(e) if Instant::now() > deadline => panic!("{function_id} in {ns}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+struct Host {
+    ns: String,
+    entry: String,
+    root: PathBuf,
+    ide: IdeProcess,
+}
+
+fn host(engine: &Engine, dir: &Path, label: &str) -> Host {
+    let root = dir.join(format!("root-{label}"));
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.canonicalize().unwrap();
+    let ns = unique_name(&format!("host-{label}"));
+    let entry = format!("{ns}-ide");
+    let seed = dir.join(format!("seed-{label}.yaml"));
+    std::fs::write(
+        &seed,
+        format!(
+            "fs:\n  allow_unjailed: false\n  host_roots: [{}]\nturns:\n  data_dir: {}\n",
+            root.display(),
+            dir.join(format!("turns-{label}")).display()
+        ),
+    )
+    .unwrap();
+    let ide = IdeProcess::spawn(
+        &["--url", &engine.url(), "--config", seed.to_str().unwrap()],
+        &[
+            ("RUST_LOG", "info"),
+            ("III_NAMESPACE", ns.as_str()),
+            ("III_WORKER_NAME", &format!("ide-{label}")),
+            ("III_CONFIG_NAME", entry.as_str()),
+        ],
+    );
+    Host {
+        ns,
+        entry,
+        root,
+        ide,
+    }
+}
+
+/// A function in `iii`'s namespace that forwards what it is called with.
+fn sink(iii: &IIIClient, function_id: &str) -> mpsc::UnboundedReceiver<Value> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    iii.register_function(
+        function_id,
+        RegisterFunction::new_async(move |input: Value, _meta: Option<Value>| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(input);
+                Ok::<Value, iii_sdk::Error>(json!({}))
+            }
+        }),
+    );
+    rx
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<Value>, what: &str) -> Value {
+    tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .unwrap_or_else(|_| panic!("no {what} within {WAIT:?}"))
+        .expect("the sink is open")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hosts_on_one_engine_are_routed_bound_and_configured_by_namespace() {
+    if support::harness::real_engine_binary().is_none() {
+        eprintln!("namespace e2e: needs the real engine (IDE_TEST_ENGINE); skipped");
+        return;
+    }
+    let engine = Engine::start().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let a = host(&engine, dir.path(), "a");
+    let b = host(&engine, dir.path(), "b");
+    let outside = client(&engine, None);
+
+    // Every call reaches the host it names, jailed to that host's root.
+    let info_a = eventually(&outside, &a.ns, "coder::info", json!({})).await;
+    let info_b = eventually(&outside, &b.ns, "coder::info", json!({})).await;
+    assert_eq!(
+        info_a["primary_root"],
+        a.root.display().to_string(),
+        "{info_a}"
+    );
+    assert_eq!(
+        info_b["primary_root"],
+        b.root.display().to_string(),
+        "{info_b}"
+    );
+    std::fs::write(b.root.join("b.txt"), "bee\n").unwrap();
+    let denied = call(
+        &outside,
+        &a.ns,
+        "coder::read-file",
+        json!({"path": b.root.join("b.txt").display().to_string()}),
+    )
+    .await;
+    assert!(denied.is_err(), "host a read host b's file: {denied:?}");
+    // Nothing of ide is in the default namespace.
+    let none = call(&outside, "default", "coder::info", json!({})).await;
+    assert!(none.is_err(), "coder::info answered in default: {none:?}");
+    // Each host registered its own configuration entry (in `default`, where
+    // the configuration worker lives), and no `ide` entry.
+    let real = engine.real().unwrap();
+    assert!(real.stored_value(&a.entry).await.is_some());
+    assert!(real.stored_value(&b.entry).await.is_some());
+    assert!(real.stored_value("ide").await.is_none_or(|v| v.is_null()));
+
+    // shell::changed, bound by a client in host a's namespace, sees host a.
+    let in_a = client(&engine, Some(&a.ns));
+    let mut changes = sink(&in_a, "e2e::changed");
+    let mark = a.ide.log_len();
+    let mut bind = RegisterTriggerInput::new(
+        "shell::changed".to_string(),
+        "e2e::changed".to_string(),
+        json!({"path": a.root.display().to_string()}),
+    );
+    bind.metadata = None;
+    #[allow(deprecated)]
+    let _changed = in_a.register_trigger(bind).expect("bind shell::changed");
+    assert!(
+        a.ide
+            .wait_for_log_from(mark, "trigger binding held: ", WAIT)
+            .await,
+        "host a never held the binding:\n{}",
+        a.ide.logs()
+    );
+    std::fs::write(a.root.join("a.txt"), "ay\n").unwrap();
+    let ev = next(&mut changes, "shell::changed event from host a").await;
+    assert_eq!(ev["root"], a.root.display().to_string(), "{ev}");
+    assert!(ev["path"].as_str().unwrap().ends_with("a.txt"), "{ev}");
+    // Host a cannot be made to watch host b's root: refused, nothing fires.
+    let mark = a.ide.log_len();
+    let mut bind_b = RegisterTriggerInput::new(
+        "shell::changed".to_string(),
+        "e2e::changed".to_string(),
+        json!({"path": b.root.display().to_string()}),
+    );
+    bind_b.metadata = None;
+    #[allow(deprecated)]
+    let _refused = in_a.register_trigger(bind_b).expect("send the binding");
+    assert!(
+        a.ide.wait_for_log_from(mark, "refused", WAIT).await,
+        "host a did not refuse a binding on host b's root:\n{}",
+        a.ide.logs()
+    );
+
+    // shell::job-finished, bound in host b's namespace, reports host b's job.
+    let in_b = client(&engine, Some(&b.ns));
+    let mut finished = sink(&in_b, "e2e::finished");
+    let mark = b.ide.log_len();
+    let mut bind = RegisterTriggerInput::new(
+        "shell::job-finished".to_string(),
+        "e2e::finished".to_string(),
+        json!({}),
+    );
+    bind.metadata = None;
+    #[allow(deprecated)]
+    let _jobs = in_b
+        .register_trigger(bind)
+        .expect("bind shell::job-finished");
+    assert!(
+        b.ide
+            .wait_for_log_from(mark, "trigger binding held: ", WAIT)
+            .await,
+        "host b never held the binding:\n{}",
+        b.ide.logs()
+    );
+    let job = call(&outside, &b.ns, "shell::exec_bg", json!({"command": "pwd"}))
+        .await
+        .unwrap();
+    let done = next(&mut finished, "shell::job-finished from host b").await;
+    assert_eq!(done["job_id"], job["job_id"], "{done}");
+
+    // Reconfigure host a: its entry, its reload; host b untouched.
+    let mark_a = a.ide.log_len();
+    let mark_b = b.ide.log_len();
+    engine
+        .call(
+            "configuration::set",
+            json!({"id": a.entry, "value": {
+                "fs": {"allow_unjailed": false, "host_roots": [a.root], "max_read_bytes": 4096},
+                "turns": {"data_dir": dir.path().join("turns-a")},
+            }}),
+        )
+        .await
+        .unwrap();
+    assert!(
+        a.ide
+            .wait_for_log_from(mark_a, "configuration reload applied", WAIT)
+            .await,
+        "host a did not reload:\n{}",
+        a.ide.logs()
+    );
+    let info_a = call(&outside, &a.ns, "coder::info", json!({}))
+        .await
+        .unwrap();
+    let info_b = call(&outside, &b.ns, "coder::info", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(info_a["max_read_bytes"], 4096, "{info_a}");
+    assert_eq!(info_b["max_read_bytes"], 16777216, "{info_b}");
+    assert!(
+        !b.ide.logs()[mark_b..].contains("configuration reload"),
+        "host b reloaded on host a's change:\n{}",
+        b.ide.logs()
+    );
+    drop((in_a, in_b, outside));
+    engine.stop().await;
+}
