@@ -116,6 +116,56 @@ impl Catalog {
         (def.handler)(ctx, payload).await
     }
 
+    /// One function's (or trigger type's) entry, as [`Catalog::to_json`]
+    /// prints it (`ide functions <id>`).
+    pub fn entry_json(&self, id: &str) -> Option<Value> {
+        let all = self.to_json();
+        ["functions", "trigger_types"].iter().find_map(|k| {
+            all[k]
+                .as_array()?
+                .iter()
+                .find(|e| e["id"] == id)
+                .cloned()
+        })
+    }
+
+    /// `ide functions --brief`: one line per function and trigger type —
+    /// the id, `[internal]` for console plumbing agents need not call, and
+    /// the first sentence of its description.
+    pub fn brief(&self) -> String {
+        fn first_sentence(text: &str) -> &str {
+            let end = text
+                .char_indices()
+                .find(|&(i, c)| c == '.' && text[i + 1..].starts_with([' ', '\n']))
+                .map_or(text.len(), |(i, _)| i + 1);
+            text[..end].trim()
+        }
+        let mut out = String::new();
+        for d in &self.defs {
+            let internal = if d.metadata["internal"] == true {
+                " [internal]"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "{}{internal}  {}\n",
+                d.id,
+                first_sentence(d.description)
+            ));
+        }
+        for t in &self.trigger_types {
+            out.push_str(&format!(
+                "{} [trigger type]  {}\n",
+                t.id,
+                first_sentence(t.description)
+            ));
+        }
+        out.push_str(
+            "\n`ide functions <id>` prints one with its request and response schemas.\n",
+        );
+        out
+    }
+
     /// The catalog as printed by `ide functions`: exactly what is registered.
     pub fn to_json(&self) -> Value {
         let functions: Vec<Value> = self
@@ -194,6 +244,27 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.code, "S210");
+    }
+
+    #[test]
+    fn the_brief_listing_names_every_function_in_a_few_kilobytes() {
+        let c = Catalog::standard();
+        let brief = c.brief();
+        for d in c.iter() {
+            assert!(
+                brief.lines().any(|l| l.split_whitespace().next() == Some(d.id)),
+                "{} missing",
+                d.id
+            );
+        }
+        assert!(brief.len() < 10 * 1024, "{} bytes", brief.len());
+        assert!(brief.contains("shell::pty::open [internal]"));
+        assert!(brief.contains("shell::changed [trigger type]"));
+        let one = c.entry_json("coder::update-file").unwrap();
+        assert_eq!(one["id"], "coder::update-file");
+        assert!(one["request_schema"].is_object());
+        assert!(c.entry_json("shell::job-finished").is_some());
+        assert!(c.entry_json("coder::nope").is_none());
     }
 
     #[tokio::test]

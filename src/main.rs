@@ -46,8 +46,15 @@ enum Command {
         /// JSON payload, or `-` to read it from stdin (default `{}`)
         payload: Option<String>,
     },
-    /// Print the function catalog exactly as registered with the engine.
-    Functions,
+    /// Print the function catalog exactly as registered with the engine (JSON, with every
+    /// schema); `--brief` lists each id with its one-line summary; an id prints that one.
+    Functions {
+        /// One line per function and trigger type: id, flags, first sentence of its description.
+        #[arg(long, conflicts_with = "id")]
+        brief: bool,
+        /// One function (or trigger type) id, e.g. coder::update-file.
+        id: Option<String>,
+    },
 }
 
 /// Read the seed: a file that exists must parse; a missing one falls
@@ -117,9 +124,21 @@ fn main() -> ExitCode {
             let home = ide::bus::ConfigHome::from_env(cli.config_name.as_deref(), file.as_deref());
             rt.block_on(serve(cli.url, &cli.config, home))
         }
-        Some(Command::Functions) => {
+        Some(Command::Functions { brief, id }) => {
             let catalog = Catalog::standard();
-            emit(&pretty(&catalog.to_json()), ExitCode::SUCCESS)
+            match (brief, id) {
+                (true, _) => emit(catalog.brief().trim_end(), ExitCode::SUCCESS),
+                (false, Some(id)) => match catalog.entry_json(&id) {
+                    Some(v) => emit(&pretty(&v), ExitCode::SUCCESS),
+                    None => {
+                        eprintln!(
+                            "unknown function {id:?}; `ide functions --brief` lists every id"
+                        );
+                        ExitCode::from(2)
+                    }
+                },
+                (false, None) => emit(&pretty(&catalog.to_json()), ExitCode::SUCCESS),
+            }
         }
         Some(Command::Call {
             function_id,

@@ -149,3 +149,27 @@ fn functions_prints_the_catalog_with_schemas() {
         .unwrap();
     assert_eq!(status["metadata"]["internal"], true);
 }
+
+#[test]
+fn functions_brief_lists_every_id_in_a_few_kilobytes_and_an_id_prints_one() {
+    let o = ide(&["functions", "--brief"], None);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.len() < 10 * 1024, "{} bytes", text.len());
+    let all = json(&ide(&["functions"], None));
+    for f in all["functions"].as_array().unwrap() {
+        let id = f["id"].as_str().unwrap();
+        assert!(
+            text.lines().any(|l| l.split_whitespace().next() == Some(id)),
+            "{id} is not listed:\n{text}"
+        );
+    }
+    let one = ide(&["functions", "shell::pty::send"], None);
+    assert!(one.status.success());
+    let v = json(&one);
+    assert_eq!(v["id"], "shell::pty::send");
+    assert!(v["request_schema"]["properties"].is_object(), "{v}");
+    let unknown = ide(&["functions", "coder::nope"], None);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("--brief"));
+}

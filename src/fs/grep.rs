@@ -103,6 +103,11 @@ pub fn line_matcher(pattern: &str, ignore_case: bool) -> Result<grep_regex::Rege
     }
     RegexMatcherBuilder::new()
         .case_insensitive(ignore_case)
+        // `^` and `$` anchor at every line's start and end (the searcher
+        // hands the matcher whole buffers), and `$` matches before a CRLF
+        // line end too: a line's terminator is never part of the line.
+        .multi_line(true)
+        .crlf(true)
         .line_terminator(Some(b'\n'))
         .build(pattern)
         .map_err(|e| bad_regex(pattern, &e.to_string()))
@@ -362,13 +367,64 @@ fn normalize_remote_match(mut m: serde_json::Value) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::super::testkit::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn tree(k: &Kit) {
         k.file("src/a.rs", "fn main() {}\nlet x = 1;\nfn helper() {}\n");
         k.file("src/b.txt", "FN upper\nnothing\n");
         k.file("src/deep/c.rs", "fn deep() {}\n");
         k.file("top.rs", "fn top() {}\r\n");
+    }
+
+    #[tokio::test]
+    async fn line_anchors_match_at_every_line_in_lf_and_crlf_files() {
+        let k = Kit::jailed();
+        k.file("lf.txt", "value = 512\nvalue = 5123\nvalue = 599");
+        k.file(
+            "crlf.txt",
+            "value = 512\r\nvalue = 5123\r\n  value = 599\r\n",
+        );
+        let lines = |r: &Value| -> Vec<String> {
+            r["matches"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{}:{}:{}",
+                        m["path"].as_str().unwrap(),
+                        m["line"],
+                        m["content"]
+                    )
+                })
+                .collect()
+        };
+        let r = k
+            .ok(
+                "shell::fs::grep",
+                json!({"path": ".", "pattern": r"5\d\d$"}),
+            )
+            .await;
+        assert_eq!(
+            lines(&r),
+            [
+                "./crlf.txt:1:\"value = 512\"",
+                "./crlf.txt:3:\"  value = 599\"",
+                "./lf.txt:1:\"value = 512\"",
+                "./lf.txt:3:\"value = 599\"",
+            ]
+        );
+        let r = k
+            .ok(
+                "shell::fs::grep",
+                json!({"path": ".", "pattern": r"^value = 5\d\d$"}),
+            )
+            .await;
+        assert_eq!(lines(&r).len(), 3, "{r}");
+        let r = k
+            .ok("shell::fs::grep", json!({"path": ".", "pattern": r"\r$"}))
+            .await;
+        assert_eq!(r["matches"], json!([]));
     }
 
     #[tokio::test]

@@ -39,6 +39,9 @@ impl ContentQuery {
         let matcher = RegexMatcherBuilder::new()
             .fixed_strings(!regex)
             .case_insensitive(ignore_case)
+            // `^` and `$` anchor at every line's start and end, as in rg:
+            // the searcher hands the matcher whole buffers, not lines.
+            .multi_line(true)
             // `$` matches before `\r\n` too; no match ever spans a line end.
             .crlf(true)
             // Binary files are skipped at their first NUL, so a NUL in the

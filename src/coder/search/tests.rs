@@ -127,6 +127,43 @@ async fn literal_queries_are_not_regexes_and_regex_queries_are() {
 }
 
 #[tokio::test]
+async fn line_anchors_match_at_every_line_in_lf_and_crlf_files() {
+    let t = tree(&[
+        (
+            "lf.txt",
+            "value = 512\nvalue = 5123\n  value = 599\nvalue = 500",
+        ),
+        (
+            "crlf.txt",
+            "value = 512\r\nvalue = 5123\r\n  value = 599\r\n",
+        ),
+    ]);
+    let re = |q: &str| json!({"query": q, "regex": true, "search_paths": false});
+    // `$` ends a line (before LF or CRLF), also the last one without a newline
+    assert_eq!(
+        t.hits(&t.ok(re(r"value = 5\d\d$")).await),
+        [
+            "crlf.txt:1:1",
+            "crlf.txt:3:3",
+            "lf.txt:1:1",
+            "lf.txt:3:3",
+            "lf.txt:4:1"
+        ]
+    );
+    // `^` starts a line
+    assert_eq!(
+        t.hits(&t.ok(re(r"^value = 5\d\d$")).await),
+        ["crlf.txt:1:1", "lf.txt:1:1", "lf.txt:4:1"]
+    );
+    // the terminator is never part of the line: a `\r` in the pattern is
+    // refused (it could never match), and the text carries no `\r`
+    let err = t.call(re(r"\r$")).await.unwrap_err();
+    assert_eq!(err.code, "C210", "{err:?}");
+    let out = t.ok(re(r"512$")).await;
+    assert_eq!(out["content_matches"][0]["text"], "value = 512");
+}
+
+#[tokio::test]
 async fn ignore_case_folds_case_for_content_and_paths() {
     let t = tree(&[("Readme.MD", "Hello World\n")]);
     assert!(t.hits(&t.ok(content("hello")).await).is_empty());
