@@ -120,13 +120,9 @@ impl Catalog {
     /// prints it (`ide functions <id>`).
     pub fn entry_json(&self, id: &str) -> Option<Value> {
         let all = self.to_json();
-        ["functions", "trigger_types"].iter().find_map(|k| {
-            all[k]
-                .as_array()?
-                .iter()
-                .find(|e| e["id"] == id)
-                .cloned()
-        })
+        ["functions", "trigger_types"]
+            .iter()
+            .find_map(|k| all[k].as_array()?.iter().find(|e| e["id"] == id).cloned())
     }
 
     /// `ide functions --brief`: one line per function and trigger type —
@@ -160,9 +156,7 @@ impl Catalog {
                 first_sentence(t.description)
             ));
         }
-        out.push_str(
-            "\n`ide functions <id>` prints one with its request and response schemas.\n",
-        );
+        out.push_str("\n`ide functions <id>` prints one with its request and response schemas.\n");
         out
     }
 
@@ -252,7 +246,9 @@ mod tests {
         let brief = c.brief();
         for d in c.iter() {
             assert!(
-                brief.lines().any(|l| l.split_whitespace().next() == Some(d.id)),
+                brief
+                    .lines()
+                    .any(|l| l.split_whitespace().next() == Some(d.id)),
                 "{} missing",
                 d.id
             );

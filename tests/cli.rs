@@ -160,7 +160,8 @@ fn functions_brief_lists_every_id_in_a_few_kilobytes_and_an_id_prints_one() {
     for f in all["functions"].as_array().unwrap() {
         let id = f["id"].as_str().unwrap();
         assert!(
-            text.lines().any(|l| l.split_whitespace().next() == Some(id)),
+            text.lines()
+                .any(|l| l.split_whitespace().next() == Some(id)),
             "{id} is not listed:\n{text}"
         );
     }

@@ -71,10 +71,27 @@ pub struct InfoOutput {
     pub non_accessible_globs: Vec<String>,
     /// What confines commands (`shell::exec`, `shell::exec_bg`, `shell::pty::*`): only their `cwd` goes through the jail. `non_accessible_globs`, `fs.denylist_paths` and the roots do not apply to what a command reads or writes — `cat .env` works. Host exec is not a security boundary; the operator's OS-level setup is.
     pub exec_confinement: String,
+    /// The limits of commands, so an agent does not take the coder read budget (`max_output_bytes` above) for them.
+    pub exec_limits: ExecLimits,
     /// Default working directory of commands (`working_dir` resolved against the worker's cwd, or the worker's cwd).
     pub working_dir: String,
     /// Worker version.
     pub version: String,
+}
+
+/// What bounds `shell::exec`, `shell::exec_bg` and their output.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ExecLimits {
+    /// Bytes of stdout (and of stderr) a command's answer keeps (`max_output_bytes`; a per-call `max_output_bytes` is clamped to it). Not the coder read budget.
+    pub max_output_bytes: u64,
+    /// Timeout of a `shell::exec` that names none, in milliseconds.
+    pub default_timeout_ms: u64,
+    /// Largest `timeout_ms` a foreground `shell::exec` gets; larger ones are clamped.
+    pub max_timeout_ms: u64,
+    /// Hard cap on a background job's run time, in milliseconds (0: none).
+    pub max_bg_timeout_ms: u64,
+    /// Background jobs that may run at once.
+    pub max_concurrent_jobs: u64,
 }
 
 pub fn def() -> FunctionDef {
@@ -130,6 +147,13 @@ pub fn info(ctx: &Ctx) -> InfoOutput {
         default_exclude_globs: code.default_exclude_globs.clone(),
         non_accessible_globs: code.non_accessible_globs.clone(),
         exec_confinement: EXEC_CONFINEMENT.to_string(),
+        exec_limits: ExecLimits {
+            max_output_bytes: rt.config.max_output_bytes,
+            default_timeout_ms: rt.config.default_timeout_ms,
+            max_timeout_ms: rt.config.max_timeout_ms,
+            max_bg_timeout_ms: rt.config.max_bg_timeout_ms,
+            max_concurrent_jobs: u64::from(rt.config.max_concurrent_jobs),
+        },
         working_dir: rt.working_dir.display().to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
     }
@@ -154,7 +178,14 @@ mod tests {
         cfg.fs.allow_unjailed = false;
         cfg.fs.host_roots = vec![a.path().into(), b.path().into()];
         cfg.code.max_output_bytes = 777;
+        cfg.max_output_bytes = 1 << 20;
+        cfg.default_timeout_ms = 15_000;
         let out = serde_json::to_value(info(&ctx(cfg))).unwrap();
+        // the exec limits sit beside the coder read budget, apart from it
+        assert_eq!(out["exec_limits"]["max_output_bytes"], 1 << 20);
+        assert_eq!(out["exec_limits"]["default_timeout_ms"], 15_000);
+        assert!(out["exec_limits"]["max_timeout_ms"].as_u64().unwrap() > 0);
+        assert!(out["exec_limits"]["max_concurrent_jobs"].as_u64().unwrap() > 0);
         assert_eq!(out["mode"], "jailed");
         let ca = a.path().canonicalize().unwrap().display().to_string();
         let cb = b.path().canonicalize().unwrap().display().to_string();
