@@ -74,6 +74,7 @@ impl Catalog {
             crate::pty::send::def(),
             crate::pty::read::def(),
             crate::pty::screen::def(),
+            crate::pty::stop::def(),
         ]);
         let trigger_types = vec![
             crate::exec::job_finished::trigger_type(),

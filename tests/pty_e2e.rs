@@ -453,10 +453,15 @@ async fn an_agent_drives_a_prompt_through_the_engine() {
     assert!(sc["rows"].to_string().contains("got yes"), "{sc}");
     let list = w.ok("shell::pty::sessions", json!({})).await;
     assert!(!list.to_string().contains(key.as_str().unwrap()));
-    w.ok(
-        "shell::pty::close",
-        json!({"session_id": id, "access_key": key}),
-    )
-    .await;
+    // the agent ends it through its own (non-internal) surface
+    let stopped = w
+        .ok(
+            "shell::pty::stop",
+            json!({"session_id": id, "access_key": key}),
+        )
+        .await;
+    assert_eq!(stopped, json!({"stopped": true}));
+    let list = w.ok("shell::pty::sessions", json!({})).await;
+    assert!(!list.to_string().contains(id.as_str().unwrap()), "{list}");
     w.stop().await;
 }

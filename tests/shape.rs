@@ -75,6 +75,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pty::send",
             "pty::read",
             "pty::screen",
+            "pty::stop",
             "pty::shared",
             "watch::changed",
         ],

@@ -10,7 +10,7 @@
 //! file a function: the eight console functions exactly as published
 //! ([`open`], [`write`], [`resize`], [`attach`], [`detach`], [`close`],
 //! [`adopt`], [`sessions`]) and four agent-facing ones ([`start`],
-//! [`send`], [`read`], [`screen`]); [`shared`] holds what they share.
+//! [`send`], [`read`], [`screen`], [`stop`]); [`shared`] holds what they share.
 
 pub mod adopt;
 pub mod attach;
@@ -30,6 +30,7 @@ pub mod sessions;
 pub mod shared;
 pub mod spawn;
 pub mod start;
+pub mod stop;
 pub mod target;
 pub mod utf8;
 pub mod write;

@@ -45,7 +45,7 @@ pub struct StartResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::start",
-        "Start a terminal session an agent drives: the login shell or `program` (with `args`) on a real PTY, in `cwd` (same policy, env gate and session cap as the console's terminals; default size 120x40). Drive it with shell::pty::send, follow it with shell::pty::read (wait for a prompt with `until`), look at it with shell::pty::screen, end it with shell::pty::close. Errors return { code, message }; common: S210 bad input, S211 cwd or program not found, S212 cwd not a directory, S215 jail escape, S218 session cap.",
+        "Start a terminal session an agent drives: the login shell or `program` (with `args`) on a real PTY, in `cwd` (same policy, env gate and session cap as the console's terminals; default size 120x40). Drive it with shell::pty::send, follow it with shell::pty::read (wait for a prompt with `until`), look at it with shell::pty::screen, end it with shell::pty::stop. Errors return { code, message }; common: S210 bad input, S211 cwd or program not found, S212 cwd not a directory, S215 jail escape, S218 session cap.",
         Flags::NONE,
         |ctx: Ctx, req: StartRequest| async move {
             let (s, creds) = open_session(

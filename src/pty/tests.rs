@@ -912,3 +912,40 @@ async fn a_delivery_whose_answer_is_lost_is_sent_again_and_the_terminal_goes_on(
     )
     .await;
 }
+
+#[tokio::test]
+async fn an_agent_stops_its_session_without_an_internal_function() {
+    let w = world();
+    let stop = crate::catalog::Catalog::standard()
+        .get("shell::pty::stop")
+        .map(|d| d.metadata.clone())
+        .expect("shell::pty::stop is in the catalog");
+    assert!(stop.get("internal").is_none(), "{stop}");
+    let o = w
+        .ok(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "/bin/sh", "args": ["-c", "sleep 600 & sleep 600"]}),
+        )
+        .await;
+    let id = o["session_id"].as_str().unwrap().to_string();
+    let pid = o["pid"].as_u64().unwrap() as i32;
+    let err = w
+        .call(
+            "shell::pty::stop",
+            json!({"session_id": id, "access_key": "not-the-key"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S211", "{err:?}");
+    assert!(crate::testkit::pid_alive(pid));
+    let r = w
+        .ok(
+            "shell::pty::stop",
+            json!({"session_id": id, "access_key": o["access_key"]}),
+        )
+        .await;
+    assert_eq!(r, json!({"stopped": true}));
+    assert!(!crate::testkit::pid_alive(pid), "the program is gone");
+    assert!(w.services.pty.get(&id).is_err(), "the session is gone");
+    w.services.shutdown().await;
+}
