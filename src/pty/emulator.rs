@@ -301,6 +301,16 @@ impl Screen {
         out.into_bytes()
     }
 
+    /// The key-encoding modes the program set (what `shell::pty::send`'s
+    /// named keys follow).
+    pub fn key_modes(&self) -> super::keys::Modes {
+        let screen = self.parser.screen();
+        super::keys::Modes {
+            application_cursor: screen.application_cursor(),
+            application_keypad: screen.application_keypad(),
+        }
+    }
+
     pub fn render(&self) -> Rendered {
         let s = self.parser.screen();
         let (height, cols) = s.size();

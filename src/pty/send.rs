@@ -28,7 +28,7 @@ pub struct SendResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::send",
-        "Type into a terminal session: `text` (UTF-8, as is) then `keys` (named keys such as `enter`, `tab`, `esc`, `up`, `ctrl-c`, `ctrl-d`). Returns { written }. Errors return { code, message }; common: S210 unknown key, S211 unknown session or stale access_key.",
+        "Type into a terminal session: `text` (UTF-8, as is) then `keys` (named keys such as `enter`, `tab`, `esc`, `up`, `ctrl-c`, `ctrl-d`, sent as the program asked: cursor keys in application mode send ESC O A). Returns { written }. Errors return { code, message }; common: S210 unknown key, S211 unknown session or stale access_key.",
         Flags::NONE,
         |ctx: Ctx, req: SendRequest| async move {
             let s = ctx
@@ -36,8 +36,11 @@ pub fn def() -> FunctionDef {
                 .pty
                 .with_key(&req.session_id, &req.access_key)?;
             let mut bytes = req.text.unwrap_or_default().into_bytes();
+            // named keys in the encoding the program asked for (cursor
+            // keys in application mode send ESC O x)
+            let modes = s.key_modes();
             for k in req.keys.unwrap_or_default() {
-                bytes.extend(keys::bytes_of(&k)?);
+                bytes.extend(keys::bytes_in(&k, modes)?);
             }
             if bytes.is_empty() {
                 return Err(Failure::bad_input(

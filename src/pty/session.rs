@@ -650,6 +650,12 @@ impl Session {
         }
     }
 
+    /// The key-encoding modes the program last set (the emulator caught up
+    /// with every frame first).
+    pub fn key_modes(&self) -> super::keys::Modes {
+        self.st().screen().key_modes()
+    }
+
     pub fn render(&self) -> (Rendered, u64) {
         let mut st = self.st();
         (st.screen().render(), st.ring.last_seq())

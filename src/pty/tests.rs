@@ -949,3 +949,51 @@ async fn an_agent_stops_its_session_without_an_internal_function() {
     assert!(w.services.pty.get(&id).is_err(), "the session is gone");
     w.services.shutdown().await;
 }
+
+#[tokio::test]
+async fn named_keys_follow_the_cursor_mode_the_program_set() {
+    let w = world();
+    // The program switches the cursor keys to application mode (as less
+    // does), then prints the bytes it receives for one key.
+    let o = w
+        .ok(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "/bin/sh", "args": ["-c",
+                "printf '\\033[?1hREADY\\n'; stty raw -echo; head -c 3 | od -An -c; printf 'normal\\033[?1lREADY2\\n'; head -c 3 | od -An -c; sleep 5"]}),
+        )
+        .await;
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    let r = w
+        .ok(
+            "shell::pty::read",
+            json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "READY"}),
+        )
+        .await;
+    assert_eq!(r["matched"], true, "{r}");
+    w.ok(
+        "shell::pty::send",
+        json!({"session_id": id, "access_key": key, "keys": ["up"]}),
+    )
+    .await;
+    let r = w
+        .ok(
+            "shell::pty::read",
+            json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "READY2"}),
+        )
+        .await;
+    let text = r["text"].as_str().unwrap_or_default().to_string();
+    assert!(text.contains("033   O   A"), "application mode got: {text:?}");
+    w.ok(
+        "shell::pty::send",
+        json!({"session_id": id, "access_key": key, "keys": ["up"]}),
+    )
+    .await;
+    let r = w
+        .ok(
+            "shell::pty::read",
+            json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "033   \\[   A"}),
+        )
+        .await;
+    assert_eq!(r["matched"], true, "normal mode again: {r}");
+    w.services.shutdown().await;
+}
