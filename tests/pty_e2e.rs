@@ -430,7 +430,8 @@ async fn an_agent_drives_a_prompt_through_the_engine() {
         .ok("shell::pty::read", json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "Continue\\? $"}))
         .await;
     assert_eq!(r["matched"], true, "{r}");
-    let after = r["next_sequence"].as_u64().unwrap() - 1;
+    // read on from the answer's next_sequence, as it is
+    let from = r["next_sequence"].clone();
     w.ok(
         "shell::pty::send",
         json!({"session_id": id, "access_key": key, "text": "yes", "keys": ["enter"]}),
@@ -439,7 +440,7 @@ async fn an_agent_drives_a_prompt_through_the_engine() {
     let r = w
         .ok(
             "shell::pty::read",
-            json!({"session_id": id, "access_key": key, "after_sequence": after,
+            json!({"session_id": id, "access_key": key, "from_sequence": from,
                                        "wait_ms": 10000, "until": "got yes"}),
         )
         .await;

@@ -11,10 +11,13 @@ use std::time::Duration;
 pub struct ReadRequest {
     pub session_id: String,
     pub access_key: String,
-    /// Return output after this sequence number (0: everything retained); pass the previous answer's `next_sequence - 1`.
+    /// Return output after this sequence number (0: everything retained). To read on from a previous answer, pass its `next_sequence` as `from_sequence` instead.
     #[serde(default)]
     pub after_sequence: u64,
-    /// Wait up to this long (ms, at most 60000) for output — or, with `until`, for it to match. Default 0: answer at once.
+    /// Return output from this sequence number on: the previous answer's `next_sequence`, as it is (the same as `after_sequence: next_sequence - 1`; pass one of the two).
+    #[serde(default)]
+    pub from_sequence: Option<u64>,
+    /// Wait up to this long (ms, at most 25000: under the engine's default 30 s call timeout, so the answer is not lost) for output — or, with `until`, for it to match. Larger values are clamped to 25000. Default 0: answer at once.
     #[serde(default)]
     pub wait_ms: u64,
     /// A regex the output after `after_sequence` must match before the call returns (or `wait_ms` runs out).
@@ -29,7 +32,7 @@ pub struct ReadRequest {
 pub struct ReadResponse {
     /// The output after `after_sequence`, as text.
     pub text: String,
-    /// The sequence number the next frame will carry; read on with `after_sequence: next_sequence - 1`.
+    /// The sequence number the next frame will carry; read on with `from_sequence: next_sequence`.
     pub next_sequence: u64,
     /// `until` matched (or, without `until`, some output arrived).
     pub matched: bool,
@@ -43,7 +46,7 @@ pub struct ReadResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::read",
-        "Read a terminal session's output after `after_sequence` as text, waiting up to `wait_ms` for output or until the regex `until` matches. Returns { text, next_sequence, matched, timed_out, truncated, status }; pass `next_sequence - 1` as the next `after_sequence`. Errors return { code, message }; common: S211 unknown session or stale access_key, S217 bad `until` regex.",
+        "Read a terminal session's output after `after_sequence` as text, waiting up to `wait_ms` for output or until the regex `until` matches. Returns { text, next_sequence, matched, timed_out, truncated, status }; read on by passing the answer's `next_sequence` as `from_sequence`; `wait_ms` is at most 25000. Errors return { code, message }; common: S211 unknown session or stale access_key, S217 bad `until` regex.",
         Flags::NONE,
         |ctx: Ctx, req: ReadRequest| async move {
             let s = ctx
@@ -72,9 +75,19 @@ pub fn def() -> FunctionDef {
                     String::from_utf8_lossy(raw).into_owned()
                 }
             };
+            let after = match (req.from_sequence, req.after_sequence) {
+                (Some(_), a) if a > 0 => {
+                    return Err(Failure::bad_input(
+                        "pass from_sequence (the previous answer's next_sequence) or \
+                         after_sequence, not both",
+                    ));
+                }
+                (Some(from), _) => from.saturating_sub(1),
+                (None, a) => a,
+            };
             let wait = Duration::from_millis(req.wait_ms.min(MAX_WAIT_MS));
             let (out, matched, timed_out) = s
-                .read(req.after_sequence, wait, |raw| match &until {
+                .read(after, wait, |raw| match &until {
                     Some(re) => re.is_match(&text_of(raw)),
                     None => !raw.is_empty(),
                 })

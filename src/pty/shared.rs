@@ -24,8 +24,10 @@ pub const MAX_ROWS: u16 = 500;
 /// Largest single write, in bytes (after base64 decoding).
 pub const MAX_WRITE_BYTES: usize = 1024 * 1024;
 
-/// Longest `shell::pty::read` wait.
-pub const MAX_WAIT_MS: u64 = 60_000;
+/// Longest `shell::pty::read` wait: under the engine's default call
+/// timeout (30 s), so a caller waiting its default never loses the answer
+/// of a read that waited the longest it may.
+pub const MAX_WAIT_MS: u64 = 25_000;
 
 pub const CONSOLE: Flags = Flags {
     internal: true,

@@ -982,7 +982,10 @@ async fn named_keys_follow_the_cursor_mode_the_program_set() {
         )
         .await;
     let text = r["text"].as_str().unwrap_or_default().to_string();
-    assert!(text.contains("033   O   A"), "application mode got: {text:?}");
+    assert!(
+        text.contains("033   O   A"),
+        "application mode got: {text:?}"
+    );
     w.ok(
         "shell::pty::send",
         json!({"session_id": id, "access_key": key, "keys": ["up"]}),
@@ -995,5 +998,53 @@ async fn named_keys_follow_the_cursor_mode_the_program_set() {
         )
         .await;
     assert_eq!(r["matched"], true, "normal mode again: {r}");
+    w.services.shutdown().await;
+}
+
+#[tokio::test]
+async fn read_takes_the_previous_next_sequence_as_it_is() {
+    let w = world();
+    let o = w
+        .ok(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "/bin/sh", "args": ["-c", "echo one; read a; echo two; sleep 5"]}),
+        )
+        .await;
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    let r = w
+        .ok(
+            "shell::pty::read",
+            json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "one"}),
+        )
+        .await;
+    w.ok(
+        "shell::pty::send",
+        json!({"session_id": id, "access_key": key, "keys": ["enter"]}),
+    )
+    .await;
+    let next = w
+        .ok(
+            "shell::pty::read",
+            json!({"session_id": id, "access_key": key, "from_sequence": r["next_sequence"],
+                   "wait_ms": 10000, "until": "two"}),
+        )
+        .await;
+    assert_eq!(next["matched"], true, "{next}");
+    assert!(!next["text"].as_str().unwrap().contains("one"), "{next}");
+    let err = w
+        .call(
+            "shell::pty::read",
+            json!({"session_id": id, "access_key": key, "from_sequence": 2, "after_sequence": 1}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S210");
+    // a wait past what a caller can wait is clamped, and the schema says so
+    let schema = crate::catalog::Catalog::standard()
+        .get("shell::pty::read")
+        .unwrap()
+        .request_schema
+        .to_string();
+    assert!(schema.contains("at most 25000"), "{schema}");
     w.services.shutdown().await;
 }
