@@ -84,7 +84,7 @@ impl Runtime {
                 PtyConfig::MAX_RING_BYTES
             ));
         }
-        let policy = Policy::build(&config, &working_dir)?;
+        let mut policy = Policy::build(&config, &working_dir)?;
         let mut command_denylist = Vec::new();
         for pattern in &config.denylist_patterns {
             let re = Regex::new(pattern)
@@ -93,6 +93,9 @@ impl Runtime {
         }
         // Relative against the worker's cwd; an absolute one replaces it.
         let turns_dir = worker_cwd.join(&config.turns.data_dir);
+        // The journal holds every body ever replaced: no surface may see,
+        // search, rewrite or delete it, wherever an operator puts it.
+        policy.deny_own(&turns_dir);
         Ok(Runtime {
             config,
             policy,

@@ -387,3 +387,106 @@ async fn a_body_written_with_its_hash_is_journaled_under_that_hash() {
     assert_eq!(d["old_contents"], json!("alpha\nbeta\n"));
     assert_eq!(d["new_contents"], json!("alpha\ngamma\n"));
 }
+
+#[tokio::test]
+async fn a_journal_inside_a_root_is_invisible_and_untouchable_through_every_surface() {
+    let j = Jail::with(|c| c.turns.data_dir = c.fs.host_roots[0].join("data/turns"));
+    j.write("src/a.txt", "needle before\n");
+    ok(
+        &j,
+        "coder::update-file",
+        json!({"files": [{"path": "src/a.txt", "ops": [{"op": "replace", "pattern": "before", "replacement": "after"}]}]}),
+    )
+    .await;
+    let turns = j.path("data/turns");
+    assert!(turns.join("journal.log").exists(), "the journal is there");
+    let blob = std::fs::read_dir(turns.join("blobs"))
+        .unwrap()
+        .next()
+        .expect("a stored body")
+        .unwrap()
+        .path();
+    let root = j.root.display().to_string();
+    // search and grep over the whole root find the file, never a body copy
+    let found = ok(
+        &j,
+        "coder::search",
+        json!({"query": "needle", "path": root, "search_paths": false}),
+    )
+    .await;
+    let hits = found["content_matches"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{found}");
+    assert!(hits[0]["path"].as_str().unwrap().ends_with("src/a.txt"));
+    let grep = ok(
+        &j,
+        "shell::fs::grep",
+        json!({"path": root, "pattern": "needle"}),
+    )
+    .await;
+    assert_eq!(grep["matches"].as_array().unwrap().len(), 1, "{grep}");
+    // reads, listings and trees do not see it: exactly like a missing path
+    let missing = j
+        .call(
+            "coder::read-file",
+            json!({"path": j.path("data/turns/nope").display().to_string()}),
+        )
+        .await
+        .unwrap_err();
+    for path in [blob.clone(), turns.join("journal.log")] {
+        let err = j
+            .call(
+                "coder::read-file",
+                json!({"path": path.display().to_string()}),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.0, missing.0, "{path:?}: {err:?}");
+        let err = j
+            .call(
+                "shell::fs::stat",
+                json!({"path": path.display().to_string()}),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.0, "S211", "{path:?}: {err:?}");
+    }
+    let listed = ok(
+        &j,
+        "coder::list-folder",
+        json!({"path": j.path("data").display().to_string()}),
+    )
+    .await;
+    assert!(!listed.to_string().contains("turns"), "{listed}");
+    let tree = ok(&j, "coder::tree", json!({"path": root})).await;
+    assert!(!tree.to_string().contains("journal.log"), "{tree}");
+    // nothing can rewrite or delete it
+    ok(
+        &j,
+        "shell::fs::sed",
+        json!({"path": root, "pattern": "needle", "replacement": "pin"}),
+    )
+    .await;
+    let body = std::fs::read(&blob).unwrap();
+    assert!(
+        String::from_utf8_lossy(&body).contains("needle"),
+        "a body was rewritten"
+    );
+    let err = j
+        .call(
+            "shell::fs::rm",
+            json!({"path": turns.display().to_string(), "recursive": true}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.0, "S211", "{err:?}");
+    assert!(
+        j.call(
+            "shell::fs::rm",
+            json!({"path": j.path("data").display().to_string(), "recursive": true})
+        )
+        .await
+        .is_err(),
+        "removing the directory that holds the journal is refused"
+    );
+    assert!(turns.join("journal.log").exists());
+}

@@ -426,6 +426,38 @@ impl Policy {
         self.resolve(raw, Surface::Shell, Tail::Follow, None).ok()
     }
 
+    /// Hide one of the worker's own directories (the change journal's data
+    /// directory) from every surface, like an `fs.denylist_paths` entry: it
+    /// reads exactly like a missing path and is left out of every listing,
+    /// search, walk and watch, even when it lies inside a root. `abs` need
+    /// not exist yet: its existing part is canonicalized and the rest
+    /// appended, so the name it will have is denied too.
+    pub fn deny_own(&mut self, abs: &Path) {
+        let lexical = walk::lexical(abs);
+        let mut existing = lexical.clone();
+        let mut rest = Vec::new();
+        let canonical = loop {
+            if let Ok(c) = std::fs::canonicalize(&existing) {
+                break Some(rest.iter().rev().fold(c, |p: PathBuf, n| p.join(n)));
+            }
+            match (
+                existing.file_name().map(|n| n.to_os_string()),
+                existing.parent(),
+            ) {
+                (Some(name), Some(parent)) => {
+                    rest.push(name);
+                    existing = parent.to_path_buf();
+                }
+                _ => break None,
+            }
+        };
+        for d in [Some(lexical), canonical].into_iter().flatten() {
+            if !self.denylist.contains(&d) {
+                self.denylist.push(d);
+            }
+        }
+    }
+
     /// Whether `dir` is, or contains, a path of `fs.denylist_paths` —
     /// decided from the list, not from what exists, so refusing to move or
     /// delete it reveals nothing about hidden entries.
