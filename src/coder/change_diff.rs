@@ -12,7 +12,30 @@ use serde::{Deserialize, Serialize};
 #[schemars(title = "ChangeDiffInput")]
 pub struct ChangeDiffInput {
     pub change_id: String,
+    /// `full` (default): both bodies, exactly. `unified`: a unified diff (`--- a/path`, `+++ b/path`, `@@` hunks) instead of the bodies, at most `max_diff_bytes` — what an agent reads to see what changed.
+    #[serde(default)]
+    pub format: Option<DiffFormat>,
+    /// Unchanged lines around each hunk of a `unified` diff (default 3, at most 100).
+    #[serde(default)]
+    pub context_lines: Option<u32>,
+    /// Longest `unified` diff returned, in bytes (default 65536, at most 1048576); a longer one is cut at a line and says so (`diff_truncated`).
+    #[serde(default)]
+    pub max_diff_bytes: Option<u64>,
 }
+
+/// What `coder::change-diff` answers with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DiffFormat {
+    #[default]
+    Full,
+    Unified,
+}
+
+const DEFAULT_CONTEXT: u32 = 3;
+const MAX_CONTEXT: u32 = 100;
+const DEFAULT_DIFF_BYTES: u64 = 64 * 1024;
+const MAX_DIFF_BYTES: u64 = 1024 * 1024;
 
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(title = "ChangeDiffOutput")]
@@ -23,23 +46,42 @@ pub struct ChangeDiffOutput {
     /// Exact post-mutation body. Missing when either side is not UTF-8.
     pub new_contents: Option<String>,
     pub is_binary: bool,
+    /// The unified diff (`format: "unified"`, text files only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// The unified diff was longer than `max_diff_bytes` and was cut at a line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_truncated: Option<bool>,
 }
 
 pub fn def() -> FunctionDef {
     function(
         "coder::change-diff",
-        "Internal console UI: retrieve an exact before/after snapshot by change id.",
+        "Internal console UI: retrieve an exact before/after snapshot by change id. With format: \"unified\" it answers a bounded unified diff instead of both bodies.",
         Flags {
             internal: true,
             ..Flags::NONE
         },
         |ctx: Ctx, req: ChangeDiffInput| async move {
-            crate::runtime::blocking(move || change_diff(&ctx, &req.change_id)).await
+            crate::runtime::blocking(move || change_diff(&ctx, &req)).await
         },
     )
 }
 
-fn change_diff(ctx: &Ctx, id: &str) -> Result<ChangeDiffOutput, Failure> {
+fn change_diff(ctx: &Ctx, req: &ChangeDiffInput) -> Result<ChangeDiffOutput, Failure> {
+    let id = req.change_id.as_str();
+    let context = req.context_lines.unwrap_or(DEFAULT_CONTEXT);
+    if context > MAX_CONTEXT {
+        return Err(Failure::bad_input(format!(
+            "context_lines is {context}; at most {MAX_CONTEXT} (default {DEFAULT_CONTEXT})"
+        )));
+    }
+    let max_bytes = req.max_diff_bytes.unwrap_or(DEFAULT_DIFF_BYTES);
+    if max_bytes == 0 || max_bytes > MAX_DIFF_BYTES {
+        return Err(Failure::bad_input(format!(
+            "max_diff_bytes is {max_bytes}; it must be 1..={MAX_DIFF_BYTES} (default {DEFAULT_DIFF_BYTES})"
+        )));
+    }
     let j = journal(ctx)?;
     let r = visible(ctx, &j, id)?;
     if !j.diff_available(&r) {
@@ -64,10 +106,51 @@ fn change_diff(ctx: &Ctx, id: &str) -> Result<ChangeDiffOutput, Failure> {
         (Ok(o), Ok(n)) => (Some(o), Some(n)),
         _ => (None, None),
     };
+    if req.format.unwrap_or_default() == DiffFormat::Unified {
+        let (diff, cut) = match (&old, &new) {
+            (Some(o), Some(n)) => {
+                let (d, cut) = unified(&r.path, o, n, context as usize, max_bytes as usize);
+                (Some(d), Some(cut))
+            }
+            _ => (None, None),
+        };
+        return Ok(ChangeDiffOutput {
+            is_binary: old.is_none(),
+            path: r.path,
+            old_contents: None,
+            new_contents: None,
+            diff,
+            diff_truncated: cut,
+        });
+    }
     Ok(ChangeDiffOutput {
         path: r.path,
         is_binary: old.is_none(),
         old_contents: old,
         new_contents: new,
+        diff: None,
+        diff_truncated: None,
     })
+}
+
+/// A unified diff of `old` -> `new`, cut at a line boundary to at most
+/// `max` bytes; whether it was cut.
+fn unified(path: &str, old: &str, new: &str, context: usize, max: usize) -> (String, bool) {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let rel = path.trim_start_matches('/');
+    let text = diff
+        .unified_diff()
+        .context_radius(context)
+        .header(&format!("a/{rel}"), &format!("b/{rel}"))
+        .to_string();
+    if text.len() <= max {
+        return (text, false);
+    }
+    // at the last line end within the budget (a `\n` is always a char
+    // boundary, so the cut never splits a UTF-8 character)
+    let cut = text.as_bytes()[..max]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    (text[..cut].to_string(), true)
 }

@@ -490,3 +490,75 @@ async fn a_journal_inside_a_root_is_invisible_and_untouchable_through_every_surf
     );
     assert!(turns.join("journal.log").exists());
 }
+
+#[tokio::test]
+async fn change_diff_answers_a_bounded_unified_diff_for_agents() {
+    let j = Jail::new();
+    let body: String = (1..=200).map(|i| format!("line {i} é\n")).collect();
+    j.write("u.txt", &body);
+    let u = ok(
+        &j,
+        "coder::update-file",
+        json!({"files": [{"path": "u.txt", "ops": [{"op": "replace", "pattern": "line 100 é", "replacement": "line hundred"}]}]}),
+    )
+    .await;
+    let id = first_change(&u);
+    let d = ok(
+        &j,
+        "coder::change-diff",
+        json!({"change_id": id, "format": "unified"}),
+    )
+    .await;
+    let text = d["diff"].as_str().unwrap();
+    assert!(text.contains("--- a/") && text.contains("+++ b/"), "{text}");
+    assert!(text.contains("-line 100 é\n+line hundred\n"), "{text}");
+    assert!(
+        text.contains(" line 97 é\n") && !text.contains(" line 96 é\n"),
+        "3 lines of context: {text}"
+    );
+    assert_eq!(d["diff_truncated"], false);
+    assert!(
+        d["old_contents"].is_null() && d["new_contents"].is_null(),
+        "{d}"
+    );
+    let one = ok(
+        &j,
+        "coder::change-diff",
+        json!({"change_id": id, "format": "unified", "context_lines": 0}),
+    )
+    .await;
+    assert!(
+        !one["diff"].as_str().unwrap().contains(" line 99 é"),
+        "{one}"
+    );
+    // bounded, cut at a line (never inside a character)
+    let cut = ok(
+        &j,
+        "coder::change-diff",
+        json!({"change_id": id, "format": "unified", "max_diff_bytes": 40}),
+    )
+    .await;
+    assert_eq!(cut["diff_truncated"], true);
+    let text = cut["diff"].as_str().unwrap();
+    assert!(
+        text.len() <= 40 && (text.is_empty() || text.ends_with('\n')),
+        "{text:?}"
+    );
+    // the full format is unchanged
+    let full = diff(&j, &id).await;
+    assert!(
+        full["old_contents"]
+            .as_str()
+            .unwrap()
+            .contains("line 100 é")
+    );
+    assert!(full.get("diff").is_none(), "{full}");
+    let err = j
+        .call(
+            "coder::change-diff",
+            json!({"change_id": id, "context_lines": 1000}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.0, "C210");
+}
