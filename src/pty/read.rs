@@ -2,6 +2,7 @@
 
 use crate::error::{Class, Failure, quote};
 use crate::function::{Ctx, Flags, FunctionDef, function};
+use crate::pty::session::Session;
 use crate::pty::shared::{MAX_WAIT_MS, SessionStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -53,28 +54,6 @@ pub fn def() -> FunctionDef {
                 .services
                 .pty
                 .with_key(&req.session_id, &req.access_key)?;
-            let strip = req.strip_ansi.unwrap_or(true);
-            let until = match &req.until {
-                Some(pat) => Some(
-                    regex::RegexBuilder::new(pat)
-                        .size_limit(1 << 20)
-                        .build()
-                        .map_err(|e| {
-                            Failure::new(
-                                Class::BadRegex,
-                                format!("until {} is not a valid regex: {e}", quote(pat)),
-                            )
-                        })?,
-                ),
-                None => None,
-            };
-            let text_of = move |raw: &[u8]| {
-                if strip {
-                    crate::pty::emulator::strip_ansi(raw)
-                } else {
-                    String::from_utf8_lossy(raw).into_owned()
-                }
-            };
             let after = match (req.from_sequence, req.after_sequence) {
                 (Some(_), a) if a > 0 => {
                     return Err(Failure::bad_input(
@@ -85,21 +64,65 @@ pub fn def() -> FunctionDef {
                 (Some(from), _) => from.saturating_sub(1),
                 (None, a) => a,
             };
-            let wait = Duration::from_millis(req.wait_ms.min(MAX_WAIT_MS));
-            let (out, matched, timed_out) = s
-                .read(after, wait, |raw| match &until {
-                    Some(re) => re.is_match(&text_of(raw)),
-                    None => !raw.is_empty(),
-                })
-                .await;
-            Ok(ReadResponse {
-                text: text_of(&out.raw),
-                next_sequence: out.next_sequence,
-                matched,
-                timed_out,
-                truncated: out.truncated,
-                status: out.status.into(),
-            })
+            let until = compile_until(req.until.as_deref())?;
+            Ok(wait_for(
+                &s,
+                after,
+                req.wait_ms,
+                until.as_ref(),
+                req.strip_ansi.unwrap_or(true),
+            )
+            .await)
         },
     )
+}
+
+/// Output after `after`, waiting up to `wait_ms` (at most [`MAX_WAIT_MS`])
+/// for some, or until `until` matches it; what `shell::pty::read` answers
+/// and `shell::pty::send` answers after typing when asked to wait.
+pub async fn wait_for(
+    s: &Session,
+    after: u64,
+    wait_ms: u64,
+    until: Option<&regex::Regex>,
+    strip: bool,
+) -> ReadResponse {
+    let text_of = move |raw: &[u8]| {
+        if strip {
+            crate::pty::emulator::strip_ansi(raw)
+        } else {
+            String::from_utf8_lossy(raw).into_owned()
+        }
+    };
+    let wait = Duration::from_millis(wait_ms.min(MAX_WAIT_MS));
+    let (out, matched, timed_out) = s
+        .read(after, wait, |raw| match until {
+            Some(re) => re.is_match(&text_of(raw)),
+            None => !raw.is_empty(),
+        })
+        .await;
+    ReadResponse {
+        text: text_of(&out.raw),
+        next_sequence: out.next_sequence,
+        matched,
+        timed_out,
+        truncated: out.truncated,
+        status: out.status.into(),
+    }
+}
+
+/// An `until` pattern, compiled (S217 when it is not a regex).
+pub fn compile_until(pat: Option<&str>) -> Result<Option<regex::Regex>, Failure> {
+    pat.map(|pat| {
+        regex::RegexBuilder::new(pat)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| {
+                Failure::new(
+                    Class::BadRegex,
+                    format!("until {} is not a valid regex: {e}", quote(pat)),
+                )
+            })
+    })
+    .transpose()
 }

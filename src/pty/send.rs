@@ -17,18 +17,30 @@ pub struct SendRequest {
     /// Named keys, in order: `enter`, `tab`, `esc`, `backspace`, `up`, `down`, `left`, `right`, `home`, `end`, `pageup`, `pagedown`, `delete`, `space`, `ctrl-<letter>` (`ctrl-c`, `ctrl-d`, …).
     #[serde(default)]
     pub keys: Option<Vec<String>>,
+    /// After typing, wait up to this long (ms, at most 25000) for output — or, with `until`, for it to match — and answer it as `output` (what `shell::pty::read` would answer), saving a read call.
+    #[serde(default)]
+    pub wait_ms: Option<u64>,
+    /// With `wait_ms`: a regex the output after this send must match (a prompt, `\\$ $`).
+    #[serde(default)]
+    pub until: Option<String>,
+    /// With `wait_ms`: drop escape sequences from `output.text` (default true).
+    #[serde(default)]
+    pub strip_ansi: Option<bool>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SendResponse {
     /// Bytes the program's terminal took.
     pub written: usize,
+    /// What came back after this send (only when `wait_ms` was given); read on with `from_sequence: output.next_sequence`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<crate::pty::read::ReadResponse>,
 }
 
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::send",
-        "Type into a terminal session: `text` (UTF-8, as is) then `keys` (named keys such as `enter`, `tab`, `esc`, `up`, `ctrl-c`, `ctrl-d`, sent as the program asked: cursor keys in application mode send ESC O A). Returns { written }. Errors return { code, message }; common: S210 unknown key, S211 unknown session or stale access_key.",
+        "Type into a terminal session: `text` (UTF-8, as is) then `keys` (named keys such as `enter`, `tab`, `esc`, `up`, `ctrl-c`, `ctrl-d`, sent as the program asked: cursor keys in application mode send ESC O A). Returns { written }; with `wait_ms` (and optionally `until`, a regex) it also waits for what the program prints back and answers it as `output`, like shell::pty::read. Errors return { code, message }; common: S210 unknown key, S211 unknown session or stale access_key.",
         Flags::NONE,
         |ctx: Ctx, req: SendRequest| async move {
             let s = ctx
@@ -56,9 +68,30 @@ pub fn def() -> FunctionDef {
                     ),
                 ));
             }
-            Ok(SendResponse {
-                written: s.write(&bytes).await?,
-            })
+            if req.until.is_some() && req.wait_ms.is_none() {
+                return Err(Failure::bad_input(
+                    "until needs wait_ms (how long to wait for it, at most 25000)",
+                ));
+            }
+            // a bad pattern is refused before anything is typed
+            let until = crate::pty::read::compile_until(req.until.as_deref())?;
+            // what came after this send starts after the last frame now
+            let before = s.last_sequence();
+            let written = s.write(&bytes).await?;
+            let output = match req.wait_ms {
+                Some(wait) => Some(
+                    crate::pty::read::wait_for(
+                        &s,
+                        before,
+                        wait,
+                        until.as_ref(),
+                        req.strip_ansi.unwrap_or(true),
+                    )
+                    .await,
+                ),
+                None => None,
+            };
+            Ok(SendResponse { written, output })
         },
     )
 }

@@ -608,6 +608,11 @@ impl Session {
         Ok(off)
     }
 
+    /// The sequence number of the last frame so far (0: none yet).
+    pub fn last_sequence(&self) -> u64 {
+        self.st().ring.last_seq()
+    }
+
     /// Output after `after` (raw), waiting up to `wait` until `done`
     /// accepts what arrived. Returns it with whether `done` accepted it and
     /// whether the wait ran out (neither: the session exited first).

@@ -1048,3 +1048,52 @@ async fn read_takes_the_previous_next_sequence_as_it_is() {
     assert!(schema.contains("at most 25000"), "{schema}");
     w.services.shutdown().await;
 }
+
+#[tokio::test]
+async fn send_waits_for_what_comes_back_in_one_call() {
+    let w = world();
+    let o = w
+        .ok(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "/bin/sh", "args": ["-c", "read -p 'name? ' n; echo \"hello $n\"; sleep 5"]}),
+        )
+        .await;
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    let first = w
+        .ok(
+            "shell::pty::read",
+            json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "name\\? $"}),
+        )
+        .await;
+    assert_eq!(first["matched"], true, "{first}");
+    let r = w
+        .ok(
+            "shell::pty::send",
+            json!({"session_id": id, "access_key": key, "text": "ide", "keys": ["enter"],
+                   "wait_ms": 10000, "until": "hello ide"}),
+        )
+        .await;
+    let out = &r["output"];
+    assert_eq!(out["matched"], true, "{r}");
+    // only what came after this send: not the prompt printed before it
+    assert!(!out["text"].as_str().unwrap().contains("name?"), "{r}");
+    assert!(out["next_sequence"].as_u64().unwrap() > first["next_sequence"].as_u64().unwrap());
+    // no wait asked: no output, as before
+    let plain = w
+        .ok(
+            "shell::pty::send",
+            json!({"session_id": id, "access_key": key, "text": "x"}),
+        )
+        .await;
+    assert!(plain.get("output").is_none(), "{plain}");
+    // a bad pattern is refused before anything is typed
+    let err = w
+        .call(
+            "shell::pty::send",
+            json!({"session_id": id, "access_key": key, "text": "y", "wait_ms": 10, "until": "("}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S217");
+    w.services.shutdown().await;
+}
