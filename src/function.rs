@@ -257,6 +257,15 @@ fn original_phrase(path: &str, inner: &str, string_arrays: &[String]) -> Option<
     }
     let field = path.split(['.', '[']).next().filter(|f| !f.is_empty())?;
     if string_arrays.iter().any(|a| a == field) {
+        // an entry that is not a string (`args[1]`): the original said so
+        // of the entry
+        if let Some(entry) = path.strip_prefix(field).filter(|r| r.starts_with('['))
+            && inner.contains("expected a string")
+        {
+            return Some(format!(
+                "'{field}' must be an array of strings: '{field}{entry}' must be a string"
+            ));
+        }
         return Some(format!("'{field}' must be an array of strings"));
     }
     if !path.contains(['.', '[']) && inner.contains("expected a string") {

@@ -350,7 +350,7 @@ async fn a_job_killed_by_max_bg_timeout_says_why() {
         job["stderr"]
             .as_str()
             .unwrap()
-            .contains("killed: exceeded max_bg_timeout_ms (300 ms)"),
+            .contains("killed: exceeded max_bg_timeout_ms (300 ms), the hard cap"),
         "{s}"
     );
     w.stop().await;
@@ -370,7 +370,11 @@ async fn messages_keep_the_original_phrases() {
         ),
         (
             json!({"command": "ls", "args": ["-l", 2]}),
-            vec!["must be an array of strings"],
+            vec![
+                "must be an array of strings",
+                "must be a string",
+                "'args[1]'",
+            ],
         ),
         (json!({"command": "  "}), vec!["empty command"]),
         (json!({"command": "echo \"open"}), vec!["parse command"]),
@@ -387,6 +391,17 @@ async fn messages_keep_the_original_phrases() {
             }
         }
     }
+    // a missing program keeps the OS's words
+    let err = w
+        .engine
+        .call("shell::exec", json!({"command": "no-such-program-ide-e2e"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message
+            .contains("No such file or directory (os error 2)"),
+        "{err:?}"
+    );
     w.ok("shell::exec_bg", json!({"command": "sleep 30"})).await;
     let err = w
         .engine

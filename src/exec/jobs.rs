@@ -444,7 +444,9 @@ impl JobTable {
                         // as the original worker did: the job's own stderr says why
                         if job.kill_reason().is_some_and(|r| r.starts_with(TIMED_OUT_PREFIX)) {
                             job.outputs.stderr.push(
-                                format!("\n[ide] killed: exceeded max_bg_timeout_ms ({cap_ms} ms)\n")
+                                format!(
+                                    "\n[ide] killed: exceeded max_bg_timeout_ms ({cap_ms} ms), the hard cap on a background job's run time\n"
+                                )
                                     .as_bytes(),
                             );
                         }

@@ -453,10 +453,11 @@ pub fn spawn(
 fn spawn_failure(program: &str, e: &std::io::Error) -> Failure {
     use std::io::ErrorKind;
     let why = match e.kind() {
-        ErrorKind::NotFound => {
-            "no such program on PATH or at that path (or the working directory vanished)"
-                .to_string()
-        }
+        // the OS's own words first ("No such file or directory (os error
+        // 2)"): callers of the original worker match them
+        ErrorKind::NotFound => format!(
+            "{e}: no such program on PATH or at that path (or the working directory vanished)"
+        ),
         ErrorKind::PermissionDenied => "it is not executable by the worker".to_string(),
         _ => e.to_string(),
     };

@@ -7,8 +7,8 @@
 //! itself), never through a symlink, never a protected entry; a file with a
 //! NUL byte anywhere is binary and contributes no matches at all.
 //!
-//! Limits: a matching line longer than `max_line_bytes` is skipped and sets
-//! `truncated`; after `max_matches` matches the walk stops and sets
+//! Limits: a matching line longer than `max_line_bytes` is returned cut at
+//! a character boundary to at most that many bytes, and sets `truncated`; after `max_matches` matches the walk stops and sets
 //! `truncated`. Matches are sorted by path then line; when the cap cuts the
 //! result short, which matches were found first depends on the parallel
 //! walk. Paths are reported as the caller spelt `path` joined with the
@@ -209,8 +209,14 @@ impl Sink for FileSink<'_> {
             line = stripped;
         }
         if line.len() as u64 > self.max_line {
+            // as the original did: the line, cut at a character boundary at
+            // most `max_line_bytes` long, and the answer says `truncated`
             self.long_line.store(true, Ordering::Relaxed);
-            return Ok(true);
+            let mut cut = usize::try_from(self.max_line).unwrap_or(usize::MAX);
+            while cut > 0 && (line[cut] & 0xC0) == 0x80 {
+                cut -= 1;
+            }
+            line = &line[..cut];
         }
         self.matches.push(FsMatch {
             path: self.display.clone(),
@@ -579,10 +585,22 @@ mod tests {
                 json!({"path": "long.txt", "pattern": "hit"}),
             )
             .await;
+        // the long line comes back cut to max_line_bytes (4096), and says so
+        assert_eq!(r["truncated"], true);
         assert_eq!(
-            r["matches"],
-            json!([{"path": "long.txt", "line": 2, "content": "hit short"}])
+            r["matches"][0]["content"],
+            format!("hit {}", "x".repeat(4092))
         );
+        assert_eq!(r["matches"][1]["content"], "hit short");
+        // never inside a character
+        k.file("wide.txt", "hit ééé\n");
+        let r = k
+            .ok(
+                "shell::fs::grep",
+                json!({"path": "wide.txt", "pattern": "hit", "max_line_bytes": 5}),
+            )
+            .await;
+        assert_eq!(r["matches"][0]["content"], "hit ");
         assert_eq!(r["truncated"], true);
     }
 
