@@ -1,14 +1,21 @@
 //! `shell::pty::screen`: the rendered screen of a session (rows, cursor, title).
 
 use crate::function::{Ctx, Flags, FunctionDef, function};
-use crate::pty::shared::SessionStatus;
+use crate::pty::shared::{MAX_WAIT_MS, SessionStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ScreenRequest {
     pub session_id: String,
     pub access_key: String,
+    /// Wait until the rendered screen (its rows joined by newlines) matches this regex — a full-screen program's prompt or status line — for at most `wait_ms`.
+    #[serde(default)]
+    pub until: Option<String>,
+    /// With `until`: how long to wait (ms, at most 25000: under the engine's 30 s default call timeout). Default 0: answer at once.
+    #[serde(default)]
+    pub wait_ms: u64,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -34,20 +41,44 @@ pub struct ScreenResponse {
     /// Sequence number of the last frame the screen includes.
     pub sequence: u64,
     pub status: SessionStatus,
+    /// With `until`: whether the screen matched it (false: `wait_ms` ran out, or the program exited, first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched: Option<bool>,
 }
 
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::screen",
-        "The rendered screen of a terminal session, as a terminal shows it now: rows of text, cursor, alternate-screen flag (a full-screen program such as less or vim is up) and window title. Errors return { code, message }; common: S211 unknown session or stale access_key.",
+        "The rendered screen of a terminal session, as a terminal shows it now: rows of text, cursor, alternate-screen flag (a full-screen program such as less or vim is up) and window title. With `until` (a regex) and `wait_ms` it first waits until the screen shows it. Errors return { code, message }; common: S211 unknown session or stale access_key.",
         Flags::NONE,
         |ctx: Ctx, req: ScreenRequest| async move {
             let s = ctx
                 .services
                 .pty
                 .with_key(&req.session_id, &req.access_key)?;
-            let (r, sequence) = s.render();
+            let until = crate::pty::read::compile_until(req.until.as_deref())?;
+            let wait = Duration::from_millis(req.wait_ms.min(MAX_WAIT_MS));
+            let deadline = tokio::time::Instant::now() + wait;
+            let shows = |r: &crate::pty::emulator::Rendered, re: &regex::Regex| {
+                re.is_match(&r.rows.join("\n"))
+            };
+            let (mut r, mut sequence) = s.render();
+            let mut matched = until.as_ref().map(|re| shows(&r, re));
+            while matched == Some(false) {
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                if left.is_zero() || matches!(s.status(), crate::pty::session::Status::Exited(_)) {
+                    break;
+                }
+                // wait for the next frame, then look at the screen again
+                let (_, arrived, _) = s.read(sequence, left, |raw| !raw.is_empty()).await;
+                (r, sequence) = s.render();
+                matched = until.as_ref().map(|re| shows(&r, re));
+                if !arrived {
+                    break;
+                }
+            }
             Ok(ScreenResponse {
+                matched,
                 rows: r
                     .rows
                     .into_iter()

@@ -1097,3 +1097,40 @@ async fn send_waits_for_what_comes_back_in_one_call() {
     assert_eq!(err.code, "S217");
     w.services.shutdown().await;
 }
+
+#[tokio::test]
+async fn screen_waits_until_it_shows_a_pattern() {
+    let w = world();
+    let o = w
+        .ok(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "/bin/sh", "args": ["-c", "sleep 0.3; printf 'status: READY'; sleep 5"]}),
+        )
+        .await;
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    let sc = w
+        .ok(
+            "shell::pty::screen",
+            json!({"session_id": id, "access_key": key, "until": "status: READY", "wait_ms": 10000}),
+        )
+        .await;
+    assert_eq!(sc["matched"], true, "{sc}");
+    assert!(sc["rows"][0].as_str().unwrap().contains("READY"), "{sc}");
+    let now = w
+        .ok(
+            "shell::pty::screen",
+            json!({"session_id": id, "access_key": key}),
+        )
+        .await;
+    assert!(now.get("matched").is_none(), "{now}");
+    let t = std::time::Instant::now();
+    let never = w
+        .ok(
+            "shell::pty::screen",
+            json!({"session_id": id, "access_key": key, "until": "never shown", "wait_ms": 300}),
+        )
+        .await;
+    assert_eq!(never["matched"], false, "{never}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    w.services.shutdown().await;
+}
