@@ -214,6 +214,18 @@ impl Failure {
         )
     }
 
+    /// The 211 of a path a protected glob matches as written: the redacted
+    /// wording plus the glob (public in `coder::info`). It depends only on
+    /// the spelling: an existing and a missing path of it read the same.
+    pub fn protected(raw_path: &str, glob: &str) -> Self {
+        let mut f = Self::not_found(raw_path);
+        f.message.push_str(&format!(
+            " It matches the protected glob `{glob}` (code.non_accessible_globs): such paths are \
+             listed but never read, written, created or removed through coder::* or shell::fs::*."
+        ));
+        f
+    }
+
     /// Map an I/O error met while touching `raw_path`. Missing and
     /// permission-denied fold into the redacted 211.
     pub fn from_io(raw_path: &str, err: &std::io::Error) -> Self {

@@ -129,17 +129,20 @@ async fn errors_arrive_as_top_level_c_codes_and_redaction_holds_on_the_wire() {
         .call("coder::read-file", json!({"path": ".env"}))
         .await
         .unwrap_err();
+    // a missing path spelled the same way reads the same (the glob that
+    // protects the spelling is named either way)
     let missing = s
         .engine
-        .call("coder::read-file", json!({"path": "nope"}))
+        .call("coder::read-file", json!({"path": "nope/.env"}))
         .await
         .unwrap_err();
     assert_eq!(denied.code, "C211");
     assert_eq!(denied.code, missing.code);
     assert_eq!(
-        denied.message.replace(".env", "P"),
-        missing.message.replace("nope", "P")
+        denied.message.replace("\".env\"", "P"),
+        missing.message.replace("\"nope/.env\"", "P")
     );
+    assert!(denied.message.contains("`**/.env`"), "{}", denied.message);
     let escape = s
         .engine
         .call("coder::read-file", json!({"path": "../../etc/hostname"}))

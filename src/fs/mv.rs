@@ -261,13 +261,13 @@ mod tests {
         for k in [Kit::jailed(), Kit::unjailed()] {
             let denied = denied_fixtures(&k);
             k.file("src.txt", "s");
-            let missing = k.p("nope/dst.txt");
             let src = k.p("src.txt");
-            let m = k
-                .err("shell::fs::mv", json!({"src": src, "dst": missing}))
-                .await;
-            assert_eq!(m.code, "S211");
             for d in denied {
+                let missing = missing_twin(&k, "nope", &d);
+                let m = k
+                    .err("shell::fs::mv", json!({"src": src, "dst": missing}))
+                    .await;
+                assert_eq!(m.code, "S211");
                 let e = k
                     .err(
                         "shell::fs::mv",

@@ -693,18 +693,18 @@ mod tests {
         // per-file errors in a files list are redacted the same way
         for k in [Kit::jailed(), Kit::unjailed()] {
             let denied = denied_fixtures(&k);
-            let missing = k.p("nope.txt");
-            let r = k
-                .ok(
-                    "shell::fs::sed",
-                    json!({"files": [missing], "pattern": "x", "replacement": "y"}),
-                )
-                .await;
-            let want = r["results"][0]["error"]
-                .as_str()
-                .unwrap()
-                .replace(&format!("{missing:?}"), "P");
             for d in denied {
+                let missing = missing_twin(&k, "nope", &d);
+                let r = k
+                    .ok(
+                        "shell::fs::sed",
+                        json!({"files": [missing], "pattern": "x", "replacement": "y"}),
+                    )
+                    .await;
+                let want = r["results"][0]["error"]
+                    .as_str()
+                    .unwrap()
+                    .replace(&format!("{missing:?}"), "P");
                 let r = k
                     .ok(
                         "shell::fs::sed",

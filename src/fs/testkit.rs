@@ -14,7 +14,7 @@ use crate::stream::memory::Pipes;
 use crate::stream::{ByteSink, ByteSource, ContentRef, StreamError};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tempfile::TempDir;
 
@@ -246,26 +246,43 @@ fn masked(e: &WireError, path: &str) -> (String, String) {
 }
 
 /// The redaction contract for one function: every denied path fails with
-/// the same code and message as a missing path, modulo the path itself.
-/// Checked jailed and unjailed. `make` builds the payload for a path.
+/// the same code and message as a missing path spelled the same way below
+/// a missing directory (`nope/<path>`), modulo the path itself: the answer
+/// depends on the spelling (a protected glob is named either way), never
+/// on what exists. Checked jailed and unjailed. `make` builds the payload
+/// for a path.
 pub async fn redaction_holds(id: &str, make: impl Fn(&str) -> Value) {
     redaction_holds_with(id, "nope/missing.txt", make).await
 }
 
-/// Like [`redaction_holds`], with the missing path spelled `missing`.
+/// A missing path spelled like the denied fixture `d`, below the missing
+/// directory `dir` (`nope/.env` for `.env`): what `d` must read like.
+pub fn missing_twin(k: &Kit, dir: &str, d: &str) -> String {
+    let rel = Path::new(d)
+        .strip_prefix(&k.root)
+        .map(|r| r.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| d.to_string());
+    k.p(&format!("{dir}/{rel}"))
+}
+
+/// Like [`redaction_holds`], with the plain missing path spelled `missing`
+/// (its first component is the missing directory of the twins).
 pub async fn redaction_holds_with(id: &str, missing: &str, make: impl Fn(&str) -> Value) {
+    let dir = missing.split('/').next().unwrap_or("nope");
     for k in [Kit::jailed(), Kit::unjailed()] {
         let denied = denied_fixtures(&k);
-        let missing = k.p(missing);
-        let m = k.err(id, make(&missing)).await;
+        let plain = k.p(missing);
+        let m = k.err(id, make(&plain)).await;
         assert_eq!(m.code, "S211", "{id}: missing path gave {m}");
-        let want = masked(&m, &missing);
         for d in denied {
+            let twin = missing_twin(&k, dir, &d);
+            let want = masked(&k.err(id, make(&twin)).await, &twin);
+            assert_eq!(want.0, "S211", "{id}: missing twin {twin} gave {want:?}");
             let e = k.err(id, make(&d)).await;
             assert_eq!(
                 masked(&e, &d),
                 want,
-                "{id}: denied {d} differs from missing"
+                "{id}: denied {d} differs from the missing {twin}"
             );
         }
     }

@@ -113,6 +113,8 @@ pub struct Policy {
     /// `fs.denylist_paths`, each as written and canonicalized.
     denylist: Vec<PathBuf>,
     non_accessible: GlobSet,
+    /// `code.non_accessible_globs` as written, by index in `non_accessible`.
+    non_accessible_patterns: Vec<String>,
     default_exclude: GlobSet,
     /// The `…/**` default excludes with the `/**` dropped: they name
     /// directories whose whole content is noise, so the directory itself
@@ -217,6 +219,7 @@ impl Policy {
                 "code.non_accessible_globs",
                 &cfg.code.non_accessible_globs,
             )?,
+            non_accessible_patterns: cfg.code.non_accessible_globs.clone(),
             default_exclude: compile_globs(
                 "code.default_exclude_globs",
                 &cfg.code.default_exclude_globs,
@@ -313,8 +316,13 @@ impl Policy {
         // later failure (escape, loop, dangling link) of a protected path
         // still reads as "not found".
         let lexical = walk::lexical(&absolute);
-        if self.is_denylisted(&lexical) || self.is_inside_non_accessible(&lexical) {
+        if self.is_denylisted(&lexical) {
             return Err(Failure::not_found(raw));
+        }
+        // A glob protects a spelling, whatever exists: naming the glob
+        // (public in coder::info) says nothing about the tree.
+        if let Some(glob) = self.protecting_glob(&lexical) {
+            return Err(Failure::protected(raw, glob));
         }
         let walked = walk::resolve(&absolute, tail).map_err(|e| match e {
             walk::WalkError::Denied => Failure::not_found(raw),
@@ -532,6 +540,17 @@ impl Policy {
         self.glob_subjects(p)
             .iter()
             .any(|s| self.non_accessible.is_match(s))
+    }
+
+    /// The `non_accessible_globs` pattern that protects `p` (the path or one
+    /// of its ancestors below its root), if any.
+    pub fn protecting_glob(&self, p: &Path) -> Option<&str> {
+        self.glob_subjects(p).iter().find_map(|s| {
+            s.ancestors()
+                .filter(|a| !a.as_os_str().is_empty())
+                .find_map(|a| self.non_accessible.matches(a).first().copied())
+                .and_then(|i| self.non_accessible_patterns.get(i).map(String::as_str))
+        })
     }
 
     /// Whether a path or one of its ancestors (below its root) matches

@@ -242,10 +242,12 @@ fn denied_path_reads_exactly_like_a_missing_one() {
     std::fs::create_dir_all(f.root.join("blocked")).unwrap();
     std::fs::write(f.root.join("blocked/file"), "x").unwrap();
     for surface in [Surface::Coder, Surface::Shell] {
-        let missing = p
-            .resolve_existing("nope/file", surface, Tail::Follow, None)
-            .unwrap_err();
         for denied in ["blocked/file", ".env", "sub/.env.local", "secrets/k"] {
+            // what it must read like: a missing path spelled the same way
+            let twin = format!("nope/{denied}");
+            let missing = p
+                .resolve_existing(&twin, surface, Tail::Follow, None)
+                .unwrap_err();
             if denied.starts_with("sub") || denied.starts_with("secrets") {
                 let full = f.root.join(denied);
                 std::fs::create_dir_all(full.parent().unwrap()).unwrap();
@@ -256,12 +258,33 @@ fn denied_path_reads_exactly_like_a_missing_one() {
                 .unwrap_err();
             assert_eq!(got.class, missing.class, "{denied}");
             assert_eq!(
-                got.message.replace(denied, "P"),
-                missing.message.replace("nope/file", "P"),
+                got.message.replace(&format!("{denied:?}"), "P"),
+                missing.message.replace(&format!("{twin:?}"), "P"),
                 "{denied}"
             );
         }
     }
+}
+
+#[test]
+fn a_protected_path_names_its_glob_whether_it_exists_or_not() {
+    let f = fixture();
+    let p = jailed(&f);
+    std::fs::write(f.root.join(".env"), "x").unwrap();
+    for raw in [".env", "nope/.env"] {
+        let e = p
+            .resolve_existing(raw, Surface::Coder, Tail::Follow, None)
+            .unwrap_err();
+        assert!(
+            e.message.contains("protected glob `**/.env`"),
+            "{raw}: {e:?}"
+        );
+    }
+    // a plain missing path names no glob
+    let e = p
+        .resolve_existing("nope/file", Surface::Coder, Tail::Follow, None)
+        .unwrap_err();
+    assert!(!e.message.contains("protected glob `"), "{e:?}");
 }
 
 #[test]

@@ -310,13 +310,13 @@ async fn denied_path_reads_exactly_like_a_missing_one() {
     let j = Jail::new();
     j.write(".env", "SECRET=1\n");
     j.write("denied/x", "x");
-    for denied in [".env", "denied/x"] {
+    for (denied, missing) in [(".env", "nope/.env"), ("denied/x", "nope")] {
         let d = j.call(ID, json!({"path": denied})).await;
-        let m = j.call(ID, json!({"path": "nope"})).await;
-        assert_redacted(d, denied, m, "nope");
+        let m = j.call(ID, json!({"path": missing})).await;
+        assert_redacted(d, denied, m, missing);
         let d = j.call(ID, json!({"path": denied, "stat": true})).await;
-        let m = j.call(ID, json!({"path": "nope", "stat": true})).await;
-        assert_redacted(d, denied, m, "nope");
+        let m = j.call(ID, json!({"path": missing, "stat": true})).await;
+        assert_redacted(d, denied, m, missing);
     }
 }
 

@@ -335,16 +335,16 @@ async fn denied_path_reads_exactly_like_a_missing_one() {
     j.write(".env", "A=1\n");
     j.write("denied/x", "x\n");
     let ops = json!([{"op": "remove", "from_line": 1, "to_line": 1}]);
-    for denied in [".env", "denied/x"] {
+    for (denied, missing) in [(".env", "nope/.env"), ("denied/x", "nope")] {
         let d = j
             .call(ID, json!({"files": [{"path": denied, "ops": ops}]}))
             .await
             .unwrap();
         let m = j
-            .call(ID, json!({"files": [{"path": "nope", "ops": ops}]}))
+            .call(ID, json!({"files": [{"path": missing, "ops": ops}]}))
             .await
             .unwrap();
-        assert_redacted(entry_error(d), denied, entry_error(m), "nope");
+        assert_redacted(entry_error(d), denied, entry_error(m), missing);
     }
     assert_eq!(j.read(".env"), b"A=1\n");
 }
