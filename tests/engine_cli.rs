@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::output_text as text;
+
 use std::process::Output;
 use std::time::Duration;
 
@@ -47,15 +49,6 @@ async fn iii(engine: &Engine, args: &[&str]) -> Output {
         .await
         .expect("the iii CLI did not finish")
         .expect("the iii CLI runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[tokio::test]

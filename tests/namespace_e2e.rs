@@ -125,6 +125,22 @@ fn sink(iii: &IIIClient, function_id: &str) -> mpsc::UnboundedReceiver<Value> {
     rx
 }
 
+/// Bind `function_id` (in `iii`'s namespace) to `trigger_type`, found in
+/// that namespace first, as a worker there would.
+fn bind(
+    iii: &IIIClient,
+    trigger_type: &str,
+    function_id: &str,
+    config: Value,
+) -> iii_sdk::trigger::Trigger {
+    let mut input =
+        RegisterTriggerInput::new(trigger_type.to_string(), function_id.to_string(), config);
+    input.metadata = None;
+    #[allow(deprecated)]
+    iii.register_trigger(input)
+        .unwrap_or_else(|e| panic!("bind {trigger_type}: {e}"))
+}
+
 async fn next(rx: &mut mpsc::UnboundedReceiver<Value>, what: &str) -> Value {
     tokio::time::timeout(WAIT, rx.recv())
         .await
@@ -180,14 +196,12 @@ async fn two_hosts_on_one_engine_are_routed_bound_and_configured_by_namespace() 
     let in_a = client(&engine, Some(&a.ns));
     let mut changes = sink(&in_a, "e2e::changed");
     let mark = a.ide.log_len();
-    let mut bind = RegisterTriggerInput::new(
-        "shell::changed".to_string(),
-        "e2e::changed".to_string(),
+    let _changed = bind(
+        &in_a,
+        "shell::changed",
+        "e2e::changed",
         json!({"path": a.root.display().to_string()}),
     );
-    bind.metadata = None;
-    #[allow(deprecated)]
-    let _changed = in_a.register_trigger(bind).expect("bind shell::changed");
     assert!(
         a.ide
             .wait_for_log_from(mark, "trigger binding held: ", WAIT)
@@ -201,14 +215,12 @@ async fn two_hosts_on_one_engine_are_routed_bound_and_configured_by_namespace() 
     assert!(ev["path"].as_str().unwrap().ends_with("a.txt"), "{ev}");
     // Host a cannot be made to watch host b's root: refused, nothing fires.
     let mark = a.ide.log_len();
-    let mut bind_b = RegisterTriggerInput::new(
-        "shell::changed".to_string(),
-        "e2e::changed".to_string(),
+    let _refused = bind(
+        &in_a,
+        "shell::changed",
+        "e2e::changed",
         json!({"path": b.root.display().to_string()}),
     );
-    bind_b.metadata = None;
-    #[allow(deprecated)]
-    let _refused = in_a.register_trigger(bind_b).expect("send the binding");
     assert!(
         a.ide.wait_for_log_from(mark, "refused", WAIT).await,
         "host a did not refuse a binding on host b's root:\n{}",

@@ -87,12 +87,6 @@ pub fn revision_of(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-/// Lower-case hex of a digest.
-pub fn hex(digest: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(digest.len() * 2);
-    for b in digest {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
-}
+/// Lower-case hex of a digest (the write layer's, so a revision is
+/// spelled one way everywhere).
+pub use crate::jail::atomic::hex;

@@ -69,9 +69,10 @@ impl<'a> Hashed<'a> {
 
 /// Lower-case hex of a digest (how a `revision` is written).
 pub fn hex(digest: &[u8]) -> String {
+    use std::fmt::Write;
     let mut out = String::with_capacity(digest.len() * 2);
     for b in digest {
-        out.push_str(&format!("{b:02x}"));
+        let _ = write!(out, "{b:02x}");
     }
     out
 }
@@ -239,11 +240,7 @@ pub fn revision_of_file(file: &mut std::fs::File) -> std::io::Result<String> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(hex(&hasher.finalize()))
 }
 
 /// A fresh staging name.

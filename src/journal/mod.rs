@@ -35,6 +35,7 @@ pub mod scope;
 pub use scope::{Call, Journals, Scope};
 
 use crate::error::Failure;
+use crate::jail::atomic::hex;
 pub use crate::jail::record::{ChangeKind, Image, Version, write_kind};
 use crate::jail::{self, Anchor, beside};
 use nix::fcntl::OFlag;
@@ -188,10 +189,6 @@ impl IndexEntry {
 /// Hash of a session id or path as the index keeps it.
 pub fn key(s: &str) -> u64 {
     fnv(s)
-}
-
-fn hex(d: &[u8]) -> String {
-    d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn now_ms() -> u64 {

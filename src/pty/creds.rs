@@ -10,7 +10,7 @@ pub fn fresh() -> Result<String, Failure> {
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))
         .map_err(|e| Failure::io(format!("cannot draw session credentials: {e}")))?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(crate::jail::atomic::hex(&buf))
 }
 
 /// `given == want`, in time that depends only on `want`'s length.

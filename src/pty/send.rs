@@ -50,8 +50,13 @@ pub fn def() -> FunctionDef {
             let mut bytes = req.text.unwrap_or_default().into_bytes();
             // named keys in the encoding the program asked for (cursor
             // keys in application mode send ESC O x)
-            let modes = s.key_modes();
-            for k in req.keys.unwrap_or_default() {
+            let keys = req.keys.unwrap_or_default();
+            let modes = if keys.is_empty() {
+                Default::default()
+            } else {
+                s.key_modes()
+            };
+            for k in keys {
                 bytes.extend(keys::bytes_in(&k, modes)?);
             }
             if bytes.is_empty() {

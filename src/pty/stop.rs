@@ -28,11 +28,9 @@ pub fn def() -> FunctionDef {
         "End a terminal session started with shell::pty::start (session_id and access_key from its answer): the program and every process it started are killed and reaped. Errors return { code, message }: S211 when the session does not exist or the access_key is not its current one.",
         Flags::NONE,
         |ctx: Ctx, req: StopRequest| async move {
-            ctx.services
-                .pty
-                .with_key(&req.session_id, &req.access_key)?;
-            let stopped = ctx.services.pty.close(&req.session_id).await;
-            tracing::info!(session = %req.session_id, "pty session stopped by its agent");
+            let how = "stopped by its agent";
+            let stopped =
+                crate::pty::close::end(&ctx, &req.session_id, &req.access_key, how).await?;
             Ok(StopResponse { stopped })
         },
     )

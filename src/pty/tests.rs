@@ -131,6 +131,26 @@ impl World {
             .unwrap_or_else(|e| panic!("{id} {payload}: {e}"))
     }
 
+    /// An agent session (`shell::pty::start`) running `sh -c script`.
+    async fn start_sh(&self, script: &str) -> Value {
+        self.ok(
+            "shell::pty::start",
+            json!({"cwd": self.dir.path(), "program": "/bin/sh", "args": ["-c", script]}),
+        )
+        .await
+    }
+
+    /// Call an agent function on the session `start` answered, with
+    /// `fields` beside its session_id and access_key.
+    async fn on(&self, start: &Value, id: &str, fields: Value) -> Result<Value, WireError> {
+        let mut payload =
+            json!({"session_id": start["session_id"], "access_key": start["access_key"]});
+        for (k, v) in fields.as_object().into_iter().flatten() {
+            payload[k] = v.clone();
+        }
+        self.call(id, payload).await
+    }
+
     async fn open_program(&self, program: &str, args: &[&str]) -> Value {
         self.ok(
             "shell::pty::open",
@@ -921,12 +941,7 @@ async fn an_agent_stops_its_session_without_an_internal_function() {
         .map(|d| d.metadata.clone())
         .expect("shell::pty::stop is in the catalog");
     assert!(stop.get("internal").is_none(), "{stop}");
-    let o = w
-        .ok(
-            "shell::pty::start",
-            json!({"cwd": w.dir.path(), "program": "/bin/sh", "args": ["-c", "sleep 600 & sleep 600"]}),
-        )
-        .await;
+    let o = w.start_sh("sleep 600 & sleep 600").await;
     let id = o["session_id"].as_str().unwrap().to_string();
     let pid = o["pid"].as_u64().unwrap() as i32;
     let err = w
@@ -955,48 +970,43 @@ async fn named_keys_follow_the_cursor_mode_the_program_set() {
     let w = world();
     // The program switches the cursor keys to application mode (as less
     // does), then prints the bytes it receives for one key.
-    let o = w
-        .ok(
-            "shell::pty::start",
-            json!({"cwd": w.dir.path(), "program": "/bin/sh", "args": ["-c",
-                "printf '\\033[?1hREADY\\n'; stty raw -echo; head -c 3 | od -An -c; printf 'normal\\033[?1lREADY2\\n'; head -c 3 | od -An -c; sleep 5"]}),
-        )
-        .await;
-    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    let o = w.start_sh("printf '\\033[?1hREADY\\n'; stty raw -echo; head -c 3 | od -An -c; printf 'normal\\033[?1lREADY2\\n'; head -c 3 | od -An -c; sleep 5").await;
     let r = w
-        .ok(
+        .on(
+            &o,
             "shell::pty::read",
-            json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "READY"}),
+            json!({"wait_ms": 10000, "until": "READY"}),
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(r["matched"], true, "{r}");
-    w.ok(
-        "shell::pty::send",
-        json!({"session_id": id, "access_key": key, "keys": ["up"]}),
-    )
-    .await;
+    w.on(&o, "shell::pty::send", json!({"keys": ["up"]}))
+        .await
+        .unwrap();
     let r = w
-        .ok(
+        .on(
+            &o,
             "shell::pty::read",
-            json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "READY2"}),
+            json!({"wait_ms": 10000, "until": "READY2"}),
         )
-        .await;
+        .await
+        .unwrap();
     let text = r["text"].as_str().unwrap_or_default().to_string();
     assert!(
         text.contains("033   O   A"),
         "application mode got: {text:?}"
     );
-    w.ok(
-        "shell::pty::send",
-        json!({"session_id": id, "access_key": key, "keys": ["up"]}),
-    )
-    .await;
+    w.on(&o, "shell::pty::send", json!({"keys": ["up"]}))
+        .await
+        .unwrap();
     let r = w
-        .ok(
+        .on(
+            &o,
             "shell::pty::read",
-            json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "033   \\[   A"}),
+            json!({"wait_ms": 10000, "until": "033   \\[   A"}),
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(r["matched"], true, "normal mode again: {r}");
     w.services.shutdown().await;
 }
@@ -1004,37 +1014,34 @@ async fn named_keys_follow_the_cursor_mode_the_program_set() {
 #[tokio::test]
 async fn read_takes_the_previous_next_sequence_as_it_is() {
     let w = world();
-    let o = w
-        .ok(
-            "shell::pty::start",
-            json!({"cwd": w.dir.path(), "program": "/bin/sh", "args": ["-c", "echo one; read a; echo two; sleep 5"]}),
-        )
-        .await;
-    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    let o = w.start_sh("echo one; read a; echo two; sleep 5").await;
     let r = w
-        .ok(
+        .on(
+            &o,
             "shell::pty::read",
-            json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "one"}),
+            json!({"wait_ms": 10000, "until": "one"}),
         )
-        .await;
-    w.ok(
-        "shell::pty::send",
-        json!({"session_id": id, "access_key": key, "keys": ["enter"]}),
-    )
-    .await;
+        .await
+        .unwrap();
+    w.on(&o, "shell::pty::send", json!({"keys": ["enter"]}))
+        .await
+        .unwrap();
     let next = w
-        .ok(
+        .on(
+            &o,
             "shell::pty::read",
-            json!({"session_id": id, "access_key": key, "from_sequence": r["next_sequence"],
+            json!({"from_sequence": r["next_sequence"],
                    "wait_ms": 10000, "until": "two"}),
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(next["matched"], true, "{next}");
     assert!(!next["text"].as_str().unwrap().contains("one"), "{next}");
     let err = w
-        .call(
+        .on(
+            &o,
             "shell::pty::read",
-            json!({"session_id": id, "access_key": key, "from_sequence": 2, "after_sequence": 1}),
+            json!({"from_sequence": 2, "after_sequence": 1}),
         )
         .await
         .unwrap_err();
@@ -1053,26 +1060,26 @@ async fn read_takes_the_previous_next_sequence_as_it_is() {
 async fn send_waits_for_what_comes_back_in_one_call() {
     let w = world();
     let o = w
-        .ok(
-            "shell::pty::start",
-            json!({"cwd": w.dir.path(), "program": "/bin/sh", "args": ["-c", "read -p 'name? ' n; echo \"hello $n\"; sleep 5"]}),
-        )
+        .start_sh("read -p 'name? ' n; echo \"hello $n\"; sleep 5")
         .await;
-    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
     let first = w
-        .ok(
+        .on(
+            &o,
             "shell::pty::read",
-            json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "name\\? $"}),
+            json!({"wait_ms": 10000, "until": "name\\? $"}),
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(first["matched"], true, "{first}");
     let r = w
-        .ok(
+        .on(
+            &o,
             "shell::pty::send",
-            json!({"session_id": id, "access_key": key, "text": "ide", "keys": ["enter"],
+            json!({"text": "ide", "keys": ["enter"],
                    "wait_ms": 10000, "until": "hello ide"}),
         )
-        .await;
+        .await
+        .unwrap();
     let out = &r["output"];
     assert_eq!(out["matched"], true, "{r}");
     // only what came after this send: not the prompt printed before it
@@ -1080,17 +1087,16 @@ async fn send_waits_for_what_comes_back_in_one_call() {
     assert!(out["next_sequence"].as_u64().unwrap() > first["next_sequence"].as_u64().unwrap());
     // no wait asked: no output, as before
     let plain = w
-        .ok(
-            "shell::pty::send",
-            json!({"session_id": id, "access_key": key, "text": "x"}),
-        )
-        .await;
+        .on(&o, "shell::pty::send", json!({"text": "x"}))
+        .await
+        .unwrap();
     assert!(plain.get("output").is_none(), "{plain}");
     // a bad pattern is refused before anything is typed
     let err = w
-        .call(
+        .on(
+            &o,
             "shell::pty::send",
-            json!({"session_id": id, "access_key": key, "text": "y", "wait_ms": 10, "until": "("}),
+            json!({"text": "y", "wait_ms": 10, "until": "("}),
         )
         .await
         .unwrap_err();
@@ -1102,34 +1108,29 @@ async fn send_waits_for_what_comes_back_in_one_call() {
 async fn screen_waits_until_it_shows_a_pattern() {
     let w = world();
     let o = w
-        .ok(
-            "shell::pty::start",
-            json!({"cwd": w.dir.path(), "program": "/bin/sh", "args": ["-c", "sleep 0.3; printf 'status: READY'; sleep 5"]}),
-        )
+        .start_sh("sleep 0.3; printf 'status: READY'; sleep 5")
         .await;
-    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
     let sc = w
-        .ok(
+        .on(
+            &o,
             "shell::pty::screen",
-            json!({"session_id": id, "access_key": key, "until": "status: READY", "wait_ms": 10000}),
+            json!({"until": "status: READY", "wait_ms": 10000}),
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(sc["matched"], true, "{sc}");
     assert!(sc["rows"][0].as_str().unwrap().contains("READY"), "{sc}");
-    let now = w
-        .ok(
-            "shell::pty::screen",
-            json!({"session_id": id, "access_key": key}),
-        )
-        .await;
+    let now = w.on(&o, "shell::pty::screen", json!({})).await.unwrap();
     assert!(now.get("matched").is_none(), "{now}");
     let t = std::time::Instant::now();
     let never = w
-        .ok(
+        .on(
+            &o,
             "shell::pty::screen",
-            json!({"session_id": id, "access_key": key, "until": "never shown", "wait_ms": 300}),
+            json!({"until": "never shown", "wait_ms": 300}),
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(never["matched"], false, "{never}");
     assert!(t.elapsed() < std::time::Duration::from_secs(5));
     w.services.shutdown().await;

@@ -14,3 +14,14 @@ pub mod engine;
 pub mod harness;
 pub mod ide_process;
 pub mod real_engine;
+
+/// A finished command's status, stdout and stderr, for an assertion's
+/// message.
+pub fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
