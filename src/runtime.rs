@@ -29,7 +29,7 @@ pub struct Runtime {
     /// Where a command without `cwd` starts, opened once per snapshot
     /// (see [`Runtime::default_cwd`]).
     command_cwd: std::sync::OnceLock<Cwd>,
-    /// `turns.data_dir`, resolved against the worker's cwd when relative.
+    /// `turns.data_dir`, resolved against [`state_home`] when relative.
     pub turns_dir: PathBuf,
 }
 
@@ -91,8 +91,21 @@ impl Runtime {
                 .map_err(|e| format!("denylist_patterns: invalid regex {pattern:?}: {e}"))?;
             command_denylist.push(re);
         }
-        // Relative against the worker's cwd; an absolute one replaces it.
-        let turns_dir = worker_cwd.join(&config.turns.data_dir);
+        // Relative against the state home, never the cwd of whoever runs
+        // `ide` (the journal would land in the tree being worked on); an
+        // absolute one replaces it.
+        let turns_dir = if config.turns.data_dir.is_absolute() {
+            config.turns.data_dir.clone()
+        } else {
+            state_home()
+                .map_err(|why| {
+                    format!(
+                        "turns.data_dir {:?} is relative, and {why}; set an absolute turns.data_dir",
+                        config.turns.data_dir
+                    )
+                })?
+                .join(&config.turns.data_dir)
+        };
         // The journal holds every body ever replaced: no surface may see,
         // search, rewrite or delete it, wherever an operator puts it.
         policy.deny_own(&turns_dir);
@@ -109,6 +122,26 @@ impl Runtime {
     /// Build from a stored configuration value.
     pub fn from_value(value: &serde_json::Value) -> Result<Runtime, String> {
         Runtime::build(Config::from_value(value)?)
+    }
+}
+
+/// Where a relative `turns.data_dir` is anchored: `$XDG_STATE_HOME/ide`
+/// when that is an absolute path, else `$HOME/.local/state/ide` (the XDG
+/// base directory rule for state). Every `ide` of one user on one
+/// configuration - the served worker, `ide call`, a compose container -
+/// finds the same journal this way, wherever it was started from.
+pub fn state_home() -> Result<PathBuf, String> {
+    let absolute = |key: &str| {
+        std::env::var_os(key)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(xdg) = absolute("XDG_STATE_HOME") {
+        return Ok(xdg.join("ide"));
+    }
+    match absolute("HOME") {
+        Some(home) => Ok(home.join(".local/state/ide")),
+        None => Err("neither XDG_STATE_HOME nor HOME is an absolute path to anchor it at".into()),
     }
 }
 

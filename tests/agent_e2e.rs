@@ -130,6 +130,7 @@ impl Via<'_> {
                 let cwd = tempfile::TempDir::new_in(w.dir.path()).unwrap();
                 let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_ide"))
                     .current_dir(cwd.path())
+                    .env("XDG_STATE_HOME", cwd.path())
                     .env_remove("III_URL")
                     .arg("--config")
                     .arg(&w.cli_seed)
@@ -553,6 +554,7 @@ fn ide_functions_into_a_closed_pipe_exits_quietly() {
     let cwd = tempfile::TempDir::new().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_ide"))
         .current_dir(cwd.path())
+        .env("XDG_STATE_HOME", cwd.path())
         .arg("functions")
         .stdout(Stdio::from(write))
         .stderr(Stdio::piped())

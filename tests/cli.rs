@@ -9,6 +9,7 @@ fn ide(args: &[&str], stdin: Option<&str>) -> Output {
     let cwd = tempfile::TempDir::new().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_ide"))
         .current_dir(cwd.path())
+        .env("XDG_STATE_HOME", cwd.path())
         .args(args)
         .env_remove("III_URL")
         .stdin(Stdio::piped())

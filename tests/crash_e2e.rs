@@ -53,10 +53,11 @@ fn version(tag: char) -> String {
 /// Start `ide call <id> -` with `payload` on stdin (written from a thread so
 /// the kill can land while it is still being read, too).
 fn start(f: &Fixture, id: &str, payload: String) -> Child {
-    // A scratch working directory: the default turns.data_dir is relative.
+    // A scratch working and state directory (the journal is configured).
     let cwd = tempfile::TempDir::new().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_ide"))
         .current_dir(cwd.path())
+        .env("XDG_STATE_HOME", cwd.path())
         .args(["--config", f.cfg.to_str().unwrap(), "call", id, "-"])
         .env_remove("III_URL")
         .stdin(Stdio::piped())
@@ -92,6 +93,7 @@ fn journaled(f: &Fixture) -> Vec<(String, Option<String>)> {
     let cwd = tempfile::TempDir::new().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_ide"))
         .current_dir(cwd.path())
+        .env("XDG_STATE_HOME", cwd.path())
         .args([
             "--config",
             f.cfg.to_str().unwrap(),

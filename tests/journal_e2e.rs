@@ -11,12 +11,44 @@ use support::ide_process::IdeProcess;
 
 const T: Duration = Duration::from_secs(15);
 
-fn start(engine: &Engine, seed: &std::path::Path, cwd: &std::path::Path) -> IdeProcess {
+/// Serve `seed` from `cwd`, with `state` as the state home.
+fn start(
+    engine: &Engine,
+    seed: &std::path::Path,
+    cwd: &std::path::Path,
+    state: &std::path::Path,
+) -> IdeProcess {
     IdeProcess::spawn_in(
         Some(cwd),
         &["--url", &engine.url(), "--config", seed.to_str().unwrap()],
-        &[],
+        &[("XDG_STATE_HOME", state.to_str().unwrap())],
     )
+}
+
+/// `ide --config <seed> call <id> <payload>` run from `cwd`, state home
+/// `state`: its JSON answer.
+async fn cli_call(
+    seed: &std::path::Path,
+    cwd: &std::path::Path,
+    state: &std::path::Path,
+    id: &str,
+    payload: Value,
+) -> Value {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_ide"))
+        .current_dir(cwd)
+        .env("XDG_STATE_HOME", state)
+        .env_remove("III_URL")
+        .args(["--config", seed.to_str().unwrap(), "call", id])
+        .arg(payload.to_string())
+        .output()
+        .await
+        .expect("run ide call");
+    assert!(
+        out.status.success(),
+        "ide call {id}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("ide call answers JSON")
 }
 
 async fn ok(e: &Engine, id: &str, payload: Value) -> Value {
@@ -33,11 +65,12 @@ async fn a_turn_survives_a_restart_and_reverts_all_or_nothing() {
     std::fs::create_dir_all(&root).unwrap();
     let root = root.canonicalize().unwrap();
     let seed = dir.path().join("seed.yaml");
-    // turns.data_dir stays relative: it resolves against the worker's cwd
+    // turns.data_dir stays relative: it is anchored at the state home,
+    // never at the worker's cwd (here the project itself)
     std::fs::write(&seed, format!("fs:\n  host_roots: [{}]\n", root.display())).unwrap();
-    let cwd = dir.path().join("worker");
-    std::fs::create_dir(&cwd).unwrap();
-    let mut ide = start(&engine, &seed, &cwd);
+    let cwd = root.clone();
+    let state = dir.path().join("state");
+    let mut ide = start(&engine, &seed, &cwd, &state);
     assert!(ide.wait_for_log("ide serving", T).await, "{}", ide.logs());
     assert!(engine.wait_for_ide(T).await);
 
@@ -65,14 +98,20 @@ async fn a_turn_survives_a_restart_and_reverts_all_or_nothing() {
     .await;
     assert!(w["change_id"].is_string(), "{w}");
     assert!(
-        cwd.join("data/shell/turns/journal.log").exists(),
-        "relative data_dir"
+        state.join("ide/data/shell/turns/journal.log").exists(),
+        "a relative data_dir lands under the state home"
+    );
+    assert!(!cwd.join("data").exists(), "nothing lands in the cwd");
+    let status = ok(&engine, "shell::config-status", json!({})).await;
+    assert_eq!(
+        status["turns_dir"],
+        state.join("ide/data/shell/turns").display().to_string()
     );
 
     // the journal is on disk: a restarted worker still answers
     ide.signal_term();
     ide.wait_exit(T).await.expect("ide exits on TERM");
-    let ide2 = start(&engine, &seed, &cwd);
+    let ide2 = start(&engine, &seed, &cwd, &state);
     assert!(ide2.wait_for_log("ide serving", T).await, "{}", ide2.logs());
     let d = ok(&engine, "coder::change-diff", json!({"change_id": updated})).await;
     assert_eq!(d["old_contents"], "one\ntwo\n");
@@ -114,4 +153,109 @@ async fn a_turn_survives_a_restart_and_reverts_all_or_nothing() {
         .unwrap_err();
     assert!(format!("{e:?}").contains("S215"), "{e:?}");
     drop(ide2);
+}
+
+#[tokio::test]
+async fn ide_call_beside_the_served_worker_shares_one_journal() {
+    let engine = Engine::start().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let root = dir.path().join("proj");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.canonicalize().unwrap();
+    let seed = dir.path().join("seed.yaml");
+    std::fs::write(&seed, format!("fs:\n  host_roots: [{}]\n", root.display())).unwrap();
+    let worker = dir.path().join("worker");
+    std::fs::create_dir(&worker).unwrap();
+    let state = dir.path().join("state");
+    let ide = start(&engine, &seed, &worker, &state);
+    assert!(ide.wait_for_log("ide serving", T).await, "{}", ide.logs());
+    assert!(engine.wait_for_ide(T).await);
+
+    // Both processes append at once: `ide call` run from the project root
+    // (as an agent does) and the served worker through the engine.
+    const EACH: usize = 6;
+    let by_cli = (0..EACH).map(|i| {
+        let (seed, root, state) = (seed.clone(), root.clone(), state.clone());
+        async move {
+            let payload = json!({"files": [{"path": format!("cli-{i}.txt"), "content": format!("cli {i}\n")}], "session_id": "agent"});
+            cli_call(&seed, &root, &state, "coder::create-file", payload).await
+        }
+    });
+    let by_engine = (0..EACH).map(|i| {
+        let engine = &engine;
+        async move {
+            let payload = json!({"files": [{"path": format!("bus-{i}.txt"), "content": format!("bus {i}\n")}], "session_id": "agent"});
+            ok(engine, "coder::create-file", payload).await
+        }
+    });
+    let (cli, bus) = tokio::join!(
+        futures_util::future::join_all(by_cli),
+        futures_util::future::join_all(by_engine)
+    );
+    let mut ids: Vec<String> = cli
+        .iter()
+        .chain(bus.iter())
+        .map(|a| {
+            a["results"][0]["change_id"]
+                .as_str()
+                .expect("change_id")
+                .to_string()
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 2 * EACH, "every change has its own id: {ids:?}");
+    assert!(!root.join("data").exists(), "no journal in the project");
+
+    // The served worker lists every change, each with its own sequence.
+    let list = ok(
+        &engine,
+        "shell::turns::list",
+        json!({"session_id": "agent"}),
+    )
+    .await;
+    let mut listed: Vec<String> = list["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["changes"].as_array().unwrap().iter())
+        .map(|c| c["change_id"].as_str().unwrap().to_string())
+        .collect();
+    listed.sort();
+    assert_eq!(listed, ids, "{list}");
+
+    // A change made with `ide call` is diffed and reverted through the engine.
+    let first = cli[0]["results"][0]["change_id"].as_str().unwrap();
+    let d = ok(&engine, "coder::change-diff", json!({"change_id": first})).await;
+    assert_eq!(d["new_contents"], "cli 0\n", "{d}");
+    let turn = list["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["changes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["change_id"] == first)
+        })
+        .expect("the cli change's turn")["turn_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = ok(&engine, "shell::turns::revert", json!({"turn_id": turn})).await;
+    assert_eq!(r["reverted"], true, "{r}");
+    assert!(!root.join("cli-0.txt").exists());
+    // and `ide call` reads what the served worker journaled
+    let by_bus = bus[0]["results"][0]["change_id"].as_str().unwrap();
+    let d = cli_call(
+        &seed,
+        &worker,
+        &state,
+        "coder::change-diff",
+        json!({"change_id": by_bus}),
+    )
+    .await;
+    assert_eq!(d["new_contents"], "bus 0\n", "{d}");
+    drop(ide);
 }

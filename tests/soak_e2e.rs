@@ -441,12 +441,15 @@ async fn sdk_client_soak(program: &str, script: &str, ready: impl Fn() -> Result
     }
     let w = start().await;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    let home = tempfile::TempDir::new().unwrap();
     let secs = soak_time().as_secs().to_string();
     let budget = CALL_BUDGET.as_millis().to_string();
     let out = tokio::process::Command::new(program)
         .arg(dir.join(script))
         .args([&w.engine.url(), "coder::info", "{}", &secs, &budget])
         .current_dir(&dir)
+        // the SDKs mark their process under $HOME/.iii/run
+        .env("HOME", home.path())
         .env_remove("III_URL")
         .kill_on_drop(true)
         .output();

@@ -137,7 +137,7 @@ pub struct SandboxConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TurnsConfig {
-    /// Directory holding the change history, relative to the worker's working directory unless absolute.
+    /// Directory holding the change history; a relative one is anchored at `$XDG_STATE_HOME/ide`, else `$HOME/.local/state/ide` (never the cwd), so every ide of one user shares it.
     #[serde(default = "d::turns_dir")]
     pub data_dir: PathBuf,
     /// Largest snapshot kept for one change, in bytes.

@@ -9,7 +9,12 @@
 //! write layer asks [`capture`] for it: no scope, no journal (unit code
 //! calling the write layer directly), so no handler can forget to record.
 //!
-//! On disk, under `turns.data_dir` (relative = against the worker's cwd):
+//! On disk, under `turns.data_dir` (see [`crate::runtime::state_home`] for
+//! where a relative one is anchored):
+//! - `lock`: `flock`ed exclusively around every append (and the repair on
+//!   open), so two processes on one journal (`ide call` beside the served
+//!   worker) never hand out one sequence number twice; each process reads
+//!   the lines the other appended before it answers (see `Journal::state`).
 //! - `journal.log`: one JSON line per change, appended and fsynced after
 //!   the mutation succeeded. A torn last line (kill -9 mid-append) is cut
 //!   off when the journal is opened: at worst the last change is missing.
@@ -83,6 +88,8 @@ pub struct ChangeRecord {
 /// One journal directory.
 pub struct Journal {
     root: Anchor,
+    /// The cross-process append lock (`flock` on `lock`).
+    lock: std::fs::File,
     state: Mutex<State>,
     /// Versions of files this worker just wrote, by inode and change
     /// stamp, so the next change of the same file need not read and hash
@@ -205,6 +212,11 @@ impl Journal {
     pub(crate) fn open(dir: &Path) -> std::io::Result<Journal> {
         let root = Anchor::create(dir)?;
         let top = root.open_dir()?;
+        let lock = open_in(&top, "lock", OFlag::O_RDWR | OFlag::O_CREAT)?;
+        // Another process may be appending: the repair below (cutting a torn
+        // last line, rebuilding the index, creating the store id) must not
+        // race its line.
+        let _held = Exclusive::take(&lock)?;
         let blobs = jail::subdir_in(top.as_fd(), "blobs")?;
         let refs = jail::subdir_in(top.as_fd(), "refs")?;
         let rw = OFlag::O_RDWR | OFlag::O_CREAT;
@@ -254,15 +266,11 @@ impl Journal {
             index.write_all_at(&buf, 0)?;
         }
         drop(bytes);
-        let mut blob_bytes = 0;
-        for e in jail::dir::read(blobs.as_fd())? {
-            if let Ok(st) = jail::stat_in(blobs.as_fd(), e.name.as_os_str()) {
-                blob_bytes += st.st_size as u64;
-            }
-        }
+        let blob_bytes = blob_bytes_in(&blobs)?;
         log.seek(SeekFrom::End(0))?;
         Ok(Journal {
             root,
+            lock,
             known: Mutex::new(HashMap::new()),
             spare: Arc::default(),
             state: Mutex::new(State {
@@ -279,8 +287,55 @@ impl Journal {
         })
     }
 
+    /// The state, brought up to the lines another process appended since
+    /// (one `fstat` when there are none).
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = self.catch_up(&mut st) {
+            tracing::warn!(dir = %self.dir().display(), error = %e, "change journal: reading another process's changes failed");
+        }
+        st
+    }
+
+    /// Take in the complete lines past `log_len` (another process's
+    /// appends): their index records, the sequence, the eviction mark and
+    /// the blob store's size. A partial last line is left for later (its
+    /// writer holds the lock and is still writing it).
+    fn catch_up(&self, st: &mut State) -> std::io::Result<()> {
+        let len = st.log.metadata()?.len();
+        if len <= st.log_len {
+            return Ok(());
+        }
+        let mut tail = vec![0u8; (len - st.log_len) as usize];
+        st.log.read_exact_at(&mut tail, st.log_len)?;
+        let good = tail.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let mut offset = st.log_len;
+        for line in tail[..good].split_inclusive(|b| *b == b'\n') {
+            if let Ok(r) = serde_json::from_slice::<ChangeRecord>(line) {
+                let entry = IndexEntry::of(offset, line.len() as u32, &r);
+                st.index
+                    .write_all_at(&entry.to_bytes(), (st.next_seq - 1) * INDEX_RECORD)?;
+                st.next_seq += 1;
+            }
+            offset += line.len() as u64;
+        }
+        if good == 0 {
+            return Ok(());
+        }
+        st.log_len = offset;
+        // The other process may have evicted and stored bodies.
+        if let Ok(top) = self.root.open_dir() {
+            if let Ok(mut f) = open_in(&top, "evicted", OFlag::O_RDONLY) {
+                let mut mark = String::new();
+                if f.read_to_string(&mut mark).is_ok() {
+                    if let Ok(n) = mark.trim().parse::<u64>() {
+                        st.evicted_below = st.evicted_below.max(n);
+                    }
+                }
+            }
+        }
+        st.blob_bytes = blob_bytes_in(&st.blobs)?;
+        Ok(())
     }
 
     /// The directory this journal lives in.
@@ -475,7 +530,17 @@ impl Journal {
                 }
             }
         }
-        let mut st = self.state();
+        // The state's mutex first, then the file lock: one description's
+        // `flock` is shared by this process's threads, so the mutex is what
+        // keeps them apart, and the lock is released before the mutex.
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let _held = Exclusive::take(&self.lock)?;
+        self.catch_up(&mut st)?;
+        // Past the last complete line: a writer that died mid-line (it held
+        // the lock we now hold, so nobody is writing it).
+        if st.log.metadata()?.len() > st.log_len {
+            st.log.set_len(st.log_len)?;
+        }
         let seq = st.next_seq;
         // The random tail keeps ids unique even when a torn last line gave
         // its sequence number back.
@@ -522,8 +587,10 @@ impl Journal {
         let mut line = serde_json::to_vec(&record).map_err(std::io::Error::other)?;
         line.push(b'\n');
         let offset = st.log_len;
-        // Flushed by the caller, outside the lock (see `Capture::record`).
-        (&*st.log).write_all(&line)?;
+        // At the end as the lock holder sees it (another process may have
+        // appended since this one last wrote). Flushed by the caller,
+        // outside the lock (see `Capture::record`).
+        st.log.write_all_at(&line, offset)?;
         st.log_len += line.len() as u64;
         let entry = IndexEntry::of(offset, line.len() as u32, &record);
         st.index
@@ -659,6 +726,44 @@ impl Journal {
         let mut bytes = Vec::with_capacity(v.size as usize);
         (&file).take(v.size + 1).read_to_end(&mut bytes).ok()?;
         (hex(&Sha256::digest(&bytes)) == v.revision).then_some(bytes)
+    }
+}
+
+/// Total size of the bodies in `blobs/`.
+fn blob_bytes_in(blobs: &OwnedFd) -> std::io::Result<u64> {
+    let mut total = 0;
+    for e in jail::dir::read(blobs.as_fd())? {
+        if let Ok(st) = jail::stat_in(blobs.as_fd(), e.name.as_os_str()) {
+            total += st.st_size as u64;
+        }
+    }
+    Ok(total)
+}
+
+/// The journal's cross-process lock, held while alive (the descriptor
+/// outlives it: the journal's `lock` file).
+struct Exclusive(std::os::fd::RawFd);
+
+impl Exclusive {
+    fn take(lock: &std::fs::File) -> std::io::Result<Exclusive> {
+        loop {
+            // SAFETY: a plain syscall on a descriptor this function borrows.
+            let rc = unsafe { nix::libc::flock(lock.as_raw_fd(), nix::libc::LOCK_EX) };
+            if rc == 0 {
+                return Ok(Exclusive(lock.as_raw_fd()));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+impl Drop for Exclusive {
+    fn drop(&mut self) {
+        // SAFETY: as in `take`; the journal keeps the descriptor open.
+        unsafe { nix::libc::flock(self.0, nix::libc::LOCK_UN) };
     }
 }
 

@@ -562,3 +562,107 @@ async fn change_diff_answers_a_bounded_unified_diff_for_agents() {
         .unwrap_err();
     assert_eq!(err.0, "C210");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_processes_on_one_journal_never_share_a_sequence_and_see_each_other() {
+    // A second worker on the same configuration (as `ide call` beside the
+    // served worker): its own journal handle, so its own `flock`
+    // description, exactly as another process has.
+    let j = Jail::new();
+    let config = j.services.live.snapshot().config.clone();
+    let other = crate::services::Services::standalone(
+        crate::runtime::Runtime::build(config).expect("runtime"),
+    );
+    let call_other = |id: &'static str, payload: Value| {
+        let other = other.clone();
+        async move {
+            crate::catalog::Catalog::standard()
+                .call(&other, id, payload)
+                .await
+                .unwrap_or_else(|e| panic!("{id}: {e:?}"))
+        }
+    };
+    const EACH: usize = 40;
+    let mine = (0..EACH).map(|i| {
+        let j = &j;
+        async move {
+            ok(
+                j,
+                "shell::fs::write",
+                json!({"path": format!("a{i}.txt"), "content": "a", "session_id": "s"}),
+            )
+            .await
+        }
+    });
+    let theirs = (0..EACH).map(|i| {
+        call_other(
+            "shell::fs::write",
+            json!({"path": format!("b{i}.txt"), "content": "b", "session_id": "s"}),
+        )
+    });
+    let (a, b) = tokio::join!(
+        futures_util::future::join_all(mine),
+        futures_util::future::join_all(theirs)
+    );
+    let mut ids: Vec<String> = a
+        .iter()
+        .chain(b.iter())
+        .map(|v| v["change_id"].as_str().expect("change_id").to_string())
+        .collect();
+    let seqs: std::collections::BTreeSet<u64> = ids
+        .iter()
+        .map(|id| {
+            id.rsplit_once('-')
+                .unwrap()
+                .1
+                .split('.')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        seqs.len(),
+        2 * EACH,
+        "one sequence number per change: {ids:?}"
+    );
+    assert_eq!(seqs.last(), Some(&(2 * EACH as u64)));
+    ids.sort();
+    // Each side lists all of them, and each diffs the other's.
+    for services in [&j.services, &other] {
+        let list = crate::catalog::Catalog::standard()
+            .call(
+                services,
+                "shell::turns::list",
+                json!({"session_id": "s", "limit": 200}),
+            )
+            .await
+            .expect("list");
+        let mut listed: Vec<String> = list["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| t["changes"].as_array().unwrap().iter())
+            .map(|c| c["change_id"].as_str().unwrap().to_string())
+            .collect();
+        listed.sort();
+        assert_eq!(listed, ids);
+    }
+    let by_other = b[0]["change_id"].as_str().unwrap();
+    assert_eq!(diff(&j, by_other).await["new_contents"], "b");
+    let by_me = a[0]["change_id"].as_str().unwrap();
+    let d = call_other("coder::change-diff", json!({"change_id": by_me})).await;
+    assert_eq!(d["new_contents"], "a");
+    // On disk: one complete line per change, in sequence order.
+    let log = std::fs::read_to_string(j.journal.path().join("journal.log")).unwrap();
+    let on_disk: Vec<u64> = log
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(on_disk, (1..=2 * EACH as u64).collect::<Vec<_>>());
+}

@@ -48,8 +48,8 @@ impl Output {
 /// A running `ide` process. Dropping it stops the process: SIGTERM, then
 /// SIGKILL if it is still there after a grace period.
 pub struct IdeProcess {
-    /// The working directory when the caller gave none (removed on drop),
-    /// so the worker's relative `turns.data_dir` never lands in the tree.
+    /// The working directory (and home) when the caller gave none (removed
+    /// on drop), so nothing the worker keeps lands outside the test's dirs.
     _cwd: Option<tempfile::TempDir>,
     child: Child,
     output: Arc<Output>,
@@ -86,14 +86,23 @@ impl IdeProcess {
         envs: &[(&str, &str)],
     ) -> IdeProcess {
         let mut command = Command::new(env!("CARGO_BIN_EXE_ide"));
+        // The home and state home (where a relative `turns.data_dir`, the
+        // SDK's process marker and a test shell's history land) are the
+        // working directory too, unless `envs` names others.
         let own_cwd = match cwd {
             Some(dir) => {
-                command.current_dir(dir);
+                command
+                    .current_dir(dir)
+                    .env("XDG_STATE_HOME", dir)
+                    .env("HOME", dir);
                 None
             }
             None => {
                 let t = tempfile::TempDir::new().expect("worker cwd");
-                command.current_dir(t.path());
+                command
+                    .current_dir(t.path())
+                    .env("XDG_STATE_HOME", t.path())
+                    .env("HOME", t.path());
                 Some(t)
             }
         };
