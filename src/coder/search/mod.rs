@@ -194,6 +194,9 @@ pub struct ContentMatch {
     /// Context lines immediately after the matched line — same file only, in file order, each truncated to `max_line_bytes`. Omitted when empty (no `context_lines_after` requested, or the match is at the end of the file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<Vec<String>>,
+    /// SHA-256 hex of the WHOLE file's exact bytes as they were searched (the same `revision` coder::read-file reports): pass it as `expected_revision` to coder::update-file to edit what the search found without reading the file first. Absent only for a file over 16 MiB that changed while it was searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
 }
 
 // What a path match is (no doc comments: the contract's enum is a bare
@@ -245,8 +248,9 @@ pub fn def() -> FunctionDef {
     function(
         "coder::search",
         "Search file contents (literal or regex) and/or paths (files and dirs); first match per \
-         line only. default_exclude_globs noise is skipped unless use_default_excludes: false. \
-         truncated: true means refine the query, not paginate. Paths: relative to the primary \
+         line only; `^`/`$` anchor at line ends. Each content match carries its file's \
+         `revision` (pass it as expected_revision to edit without a read). default_exclude_globs \
+         noise is skipped unless use_default_excludes: false. truncated: true means refine the query, not paginate. Paths: relative to the primary \
          root or absolute inside an allowed root (see coder::info).",
         Flags::NONE,
         |ctx: Ctx, req: SearchInput| async move { search(&ctx, req).await },

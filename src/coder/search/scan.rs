@@ -123,6 +123,7 @@ pub(crate) fn scan_while<R>(
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     let worker = || {
         let mut searcher = q.searcher();
+        let mut buf = Vec::new();
         loop {
             if stop.load(Ordering::Relaxed) || cancel.load(Ordering::Relaxed) {
                 break;
@@ -131,7 +132,7 @@ pub(crate) fn scan_while<R>(
             let Ok((i, path)) = next else {
                 break;
             };
-            let hits = search_file(&mut searcher, q, &path, &limits);
+            let hits = search_file(&mut searcher, q, &path, &limits, &mut buf);
             let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
             if p.slots.len() <= i {
                 p.slots.resize_with(i + 1, || None);
@@ -220,13 +221,22 @@ struct Limits {
     max_read_bytes: u64,
 }
 
+/// Files up to this size are read whole and searched in memory, so the
+/// revision a match carries is the hash of exactly the bytes searched.
+const WHOLE_MAX: u64 = 16 * 1024 * 1024;
+
+/// What a worker's read buffer keeps between files.
+const BUF_KEEP: usize = 1024 * 1024;
+
 /// Search one file, opened by handle without following any symlink (the
-/// walk saw a regular file; a swap since then is refused).
+/// walk saw a regular file; a swap since then is refused). A file with a
+/// NUL byte is binary and skipped.
 fn search_file(
     searcher: &mut Searcher,
     q: &ContentQuery,
     at: &Resolved,
     limits: &Limits,
+    buf: &mut Vec<u8>,
 ) -> FileHits {
     let Ok(file) = at.loc().open_read() else {
         return FileHits::default();
@@ -248,13 +258,66 @@ fn search_file(
         stop_at_line: None,
         binary: false,
     };
-    if searcher.search_file(&q.matcher, &file, &mut sink).is_err() || sink.binary {
-        return FileHits::default();
-    }
+    let revision = if md.len() <= WHOLE_MAX {
+        let whole = read_whole(&file, buf);
+        let hits = match whole {
+            Some(bytes) if memchr::memchr(0, bytes).is_none() => searcher
+                .search_slice(&q.matcher, bytes, &mut sink)
+                .is_ok()
+                .then(|| (!sink.matches.is_empty()).then(|| super::super::revision_of(bytes))),
+            _ => None,
+        };
+        if buf.capacity() > BUF_KEEP {
+            buf.clear();
+            buf.shrink_to(BUF_KEEP);
+        }
+        match hits {
+            Some(revision) => revision,
+            None => return FileHits::default(),
+        }
+    } else {
+        // Too large to hold: streamed, then hashed by a second read that
+        // counts only when the file did not change in between.
+        let before = stamp(&file);
+        if searcher.search_file(&q.matcher, &file, &mut sink).is_err() || sink.binary {
+            return FileHits::default();
+        }
+        if sink.matches.is_empty() {
+            None
+        } else {
+            let hashed = file.try_clone().ok().and_then(|mut again| {
+                std::io::Seek::rewind(&mut again).ok()?;
+                crate::jail::atomic::revision_of_file(&mut again).ok()
+            });
+            hashed.filter(|_| before.is_some() && stamp(&file) == before)
+        }
+    };
     FileHits {
-        matches: sink.finish(&path),
+        matches: sink.finish(&path, revision.as_deref()),
         searched: true,
     }
+}
+
+/// All of `file` into `buf` (`None` when it cannot be read or grew past
+/// [`WHOLE_MAX`] since its size was taken).
+fn read_whole<'b>(file: &std::fs::File, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
+    use std::io::Read;
+    buf.clear();
+    file.take(WHOLE_MAX + 1).read_to_end(buf).ok()?;
+    (buf.len() as u64 <= WHOLE_MAX).then_some(buf.as_slice())
+}
+
+/// Size, modification and change time: what moves when a file changes.
+fn stamp(file: &std::fs::File) -> Option<(u64, i64, i64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = file.metadata().ok()?;
+    Some((
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    ))
 }
 
 /// A line the searcher reported (a match or context), cut to
@@ -296,7 +359,7 @@ impl FileSink<'_> {
     }
 
     /// Build the matches with their own context and their budget cost.
-    fn finish(self, path: &str) -> Vec<(ContentMatch, usize)> {
+    fn finish(self, path: &str, revision: Option<&str>) -> Vec<(ContentMatch, usize)> {
         let lines = &self.lines;
         self.matches
             .iter()
@@ -317,6 +380,7 @@ impl FileSink<'_> {
                     .collect();
                 let text = lines[k].text.clone();
                 let cost = path.len()
+                    + revision.map_or(0, str::len)
                     + text.len()
                     + before.iter().map(String::len).sum::<usize>()
                     + after.iter().map(String::len).sum::<usize>();
@@ -327,6 +391,7 @@ impl FileSink<'_> {
                     text,
                     before: (!before.is_empty()).then_some(before),
                     after: (!after.is_empty()).then_some(after),
+                    revision: revision.map(str::to_string),
                 };
                 (m, cost)
             })

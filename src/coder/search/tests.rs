@@ -27,6 +27,7 @@ fn write(root: &Path, rel: &str, content: impl AsRef<[u8]>) {
 fn tree_with(files: &[(&str, &str)], tune: impl FnOnce(&mut Config, &Path)) -> Tree {
     let dir = TempDir::new().unwrap();
     let out = TempDir::new().unwrap();
+    let journal = TempDir::new().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let outside = out.path().canonicalize().unwrap();
     for (rel, content) in files {
@@ -35,10 +36,11 @@ fn tree_with(files: &[(&str, &str)], tune: impl FnOnce(&mut Config, &Path)) -> T
     let mut cfg = Config::zero_config();
     cfg.fs.allow_unjailed = false;
     cfg.fs.host_roots = vec![root.clone()];
+    cfg.turns.data_dir = journal.path().to_path_buf();
     tune(&mut cfg, &root);
     let services = Services::standalone(Runtime::build(cfg).unwrap());
     Tree {
-        _dirs: vec![dir, out],
+        _dirs: vec![dir, out, journal],
         root,
         outside,
         services,
@@ -54,6 +56,14 @@ impl Tree {
         Catalog::standard()
             .call(&self.services, "coder::search", req)
             .await
+    }
+
+    /// Another catalog function on the same worker.
+    async fn ok_fn(&self, id: &str, req: Value) -> Value {
+        Catalog::standard()
+            .call(&self.services, id, req.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{id} {req} failed: {e}"))
     }
 
     async fn ok(&self, req: Value) -> Value {
@@ -626,12 +636,16 @@ async fn the_byte_budget_cuts_the_answer_and_says_budget() {
     let matches = out["content_matches"].as_array().unwrap();
     let used: usize = matches
         .iter()
-        .map(|m| m["path"].as_str().unwrap().len() + m["text"].as_str().unwrap().len())
+        .map(|m| {
+            m["path"].as_str().unwrap().len()
+                + m["text"].as_str().unwrap().len()
+                + m["revision"].as_str().unwrap().len()
+        })
         .sum();
     assert!(used <= 1000, "{used}");
     assert!(!matches.is_empty());
     // the next match would not have fit
-    let per = matches[0]["path"].as_str().unwrap().len() + "hit hit hit hit".len();
+    let per = matches[0]["path"].as_str().unwrap().len() + "hit hit hit hit".len() + 64;
     assert!(used + per > 1000);
     // context lines count too
     let with_context = t
@@ -938,9 +952,23 @@ fn response_schema_matches_the_contract_plus_honest_budgets() {
     let schema = crate::function::schema_of::<super::SearchOutput>();
     assert_eq!(schema["title"], "SearchOutput");
     let expected: Value = serde_json::from_str(CONTRACT_RESPONSE_DEFINITIONS).unwrap();
+    let mut definitions = schema["definitions"].clone();
+    // beyond the contract: each content match carries its file's revision
+    let revision = definitions["ContentMatch"]["properties"]
+        .as_object_mut()
+        .unwrap()
+        .remove("revision")
+        .expect("ContentMatch.revision");
+    assert_eq!(revision["type"], json!(["string", "null"]));
+    assert!(
+        revision["description"]
+            .as_str()
+            .unwrap()
+            .contains("expected_revision")
+    );
     for (k, v) in expected.as_object().unwrap() {
         assert_eq!(
-            numbers_as_f64(&schema["definitions"][k]),
+            numbers_as_f64(&definitions[k]),
             numbers_as_f64(v),
             "definition {k}"
         );
@@ -1037,4 +1065,41 @@ async fn a_search_from_the_filesystem_root_leaves_out_proc() {
         .await
         .unwrap();
     assert_eq!(out["path_matches"], json!([]));
+}
+
+#[tokio::test]
+async fn every_content_match_carries_its_files_revision_for_an_edit_without_a_read() {
+    let t = tree_with(
+        &[("a.txt", "one\ntwo\none\n"), ("b.txt", "none\r\n")],
+        |_, _| {},
+    );
+    let out = t.ok(content("one")).await;
+    let matches = out["content_matches"].as_array().unwrap();
+    assert_eq!(matches.len(), 3, "{out}");
+    let rev_a = crate::coder::revision_of(b"one\ntwo\none\n");
+    let rev_b = crate::coder::revision_of(b"none\r\n");
+    for m in matches {
+        let want = if m["path"].as_str().unwrap().ends_with("a.txt") {
+            &rev_a
+        } else {
+            &rev_b
+        };
+        assert_eq!(m["revision"], json!(want), "{m}");
+    }
+    // the same revision coder::read-file reports, and it guards an edit
+    let read = t
+        .ok_fn(
+            "coder::read-file",
+            json!({"path": matches[0]["path"], "stat": true}),
+        )
+        .await;
+    assert_eq!(read["revision"], matches[0]["revision"]);
+    let edit = t
+        .ok_fn(
+            "coder::update-file",
+            json!({"files": [{"path": matches[0]["path"], "expected_revision": matches[0]["revision"],
+                   "ops": [{"op": "replace", "pattern": "two", "replacement": "2"}]}]}),
+        )
+        .await;
+    assert_eq!(edit["results"][0]["success"], true, "{edit}");
 }
