@@ -36,6 +36,7 @@ use crate::stream::{ByteSource, ContentRef};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::path::Path;
 
 /// Write content: a plain string is written inline (host target only); an object is a streaming ContentRef { channel_id, access_key, direction }.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -127,15 +128,7 @@ pub fn def() -> FunctionDef {
          code, message }; common: S210 bad mode or inline-on-sandbox, S218 over \
          max_write_bytes.",
         Flags::NONE,
-        |ctx: Ctx, req: WriteRequest| async move {
-            write(ctx, req).await.map_err(|mut f| {
-                if f.class == Class::NotFound {
-                    f.message
-                        .push_str(" To create missing parent directories, pass parents: true.");
-                }
-                f
-            })
-        },
+        |ctx: Ctx, req: WriteRequest| async move { write(ctx, req).await },
     )
 }
 
@@ -286,6 +279,9 @@ fn plan(
                         .make_parents(0o755)
                         .map_err(|e| Failure::from_io(raw, &e))?;
                 }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(parents_hint(Failure::from_io(raw, &e)));
+                }
                 Err(e) => return Err(Failure::from_io(raw, &e)),
             }
             Ok(Plan {
@@ -296,6 +292,43 @@ fn plan(
         }
         Err(e) => Err(Failure::from_io(raw, &e)),
     }
+}
+
+/// A missing parent directory: say how to have it created.
+fn parents_hint(mut f: Failure) -> Failure {
+    f.message
+        .push_str(" To create missing parent directories, pass parents: true.");
+    f
+}
+
+/// A path the policy refused, which reads as missing: it carries the
+/// parents hint exactly when a missing path spelt the same way would, i.e.
+/// unless its parent is an allowed, existing directory (a denied parent
+/// reads as a missing one, and a denied leaf as a leaf that cannot be
+/// created, whether or not it exists).
+fn refused(runtime: &crate::runtime::Runtime, raw: &str, f: Failure) -> Failure {
+    if f.class != Class::NotFound {
+        return f;
+    }
+    let parent = match Path::new(raw).parent() {
+        Some(p) if p.as_os_str().is_empty() => Path::new("."),
+        Some(p) => p,
+        None => return f,
+    };
+    let parent_is_dir = runtime
+        .policy
+        .resolve(
+            &parent.to_string_lossy(),
+            Surface::Shell,
+            Tail::Follow,
+            None,
+        )
+        .is_ok_and(|p| {
+            p.loc()
+                .lstat()
+                .is_ok_and(|st| crate::jail::is_dir_mode(st.st_mode))
+        });
+    if parent_is_dir { f } else { parents_hint(f) }
 }
 
 fn too_large(raw: &str, cap: u64, what: &str) -> Failure {
@@ -316,10 +349,17 @@ async fn stage_one(
     cap: u64,
 ) -> Result<Sealed, Failure> {
     let raw = spec.path.clone();
-    let resolved = ctx
+    let resolved = match ctx
         .runtime
         .policy
-        .resolve(&raw, Surface::Shell, Tail::Follow, None)?;
+        .resolve(&raw, Surface::Shell, Tail::Follow, None)
+    {
+        Ok(r) => r,
+        Err(f) => {
+            let (runtime, raw) = (ctx.runtime.clone(), raw.clone());
+            return Err(super::blocking(move || Ok(refused(&runtime, &raw, f))).await?);
+        }
+    };
     let special_ok = ctx.runtime.config.fs.allow_special_bits;
     let parents = spec.parents;
     match &spec.content {
@@ -692,14 +732,68 @@ mod tests {
         assert_eq!(k.read("a"), "1");
     }
 
+    /// The redaction contract for a function that creates what is missing:
+    /// a denied path fails alike whether it exists or not (a missing path
+    /// would be created, so "like a missing one" means like the same denied
+    /// path before it exists), single and batch form, and the parents hint
+    /// appears exactly when a parent is missing or denied, as for a plainly
+    /// missing path.
     #[tokio::test]
-    async fn denied_path_reads_exactly_like_missing_path() {
-        redaction_holds("shell::fs::write", |p| json!({"path": p, "content": "x"})).await;
-        redaction_holds(
-            "shell::fs::write",
-            |p| json!({"files": [{"path": p, "content": "x"}]}),
-        )
-        .await;
+    async fn a_denied_path_reads_the_same_existing_or_not_and_hints_parents_only_when_one_is_missing()
+     {
+        type Make = fn(&str) -> serde_json::Value;
+        let single: Make = |p| json!({"path": p, "content": "x"});
+        let batch: Make = |p| json!({"files": [{"path": p, "content": "x"}]});
+        for (k, write) in [
+            (Kit::jailed(), single),
+            (Kit::unjailed(), single),
+            (Kit::jailed(), batch),
+        ] {
+            let denied = denied_fixtures(&k);
+            let before: Vec<_> = {
+                let mut v = Vec::new();
+                for d in &denied {
+                    v.push(k.err("shell::fs::write", write(d)).await);
+                }
+                v
+            };
+            for (d, e) in denied.iter().zip(&before) {
+                assert_eq!(e.code, "S211", "{d}: {e}");
+                // its parent is an allowed directory: nothing to create
+                let parent_exists = !d.ends_with("blocked/f.txt");
+                assert_eq!(
+                    e.message.contains("parents: true"),
+                    !parent_exists,
+                    "{d}: {}",
+                    e.message
+                );
+            }
+            // The same paths once they do not exist: the same answers.
+            for d in &denied {
+                let _ = std::fs::remove_dir_all(d).or_else(|_| std::fs::remove_file(d));
+            }
+            for (d, e) in denied.iter().zip(&before) {
+                let again = k.err("shell::fs::write", write(d)).await;
+                assert_eq!((&again.code, &again.message), (&e.code, &e.message), "{d}");
+            }
+            // a plainly missing parent hints; an existing one needs no hint
+            let m = k
+                .err("shell::fs::write", write(&k.p("no/such/x.txt")))
+                .await;
+            assert!(m.message.contains("parents: true"), "{}", m.message);
+            // a denied directory's new child reads as a missing parent's
+            let under = k
+                .err("shell::fs::write", write(&k.p("blocked/new/x.txt")))
+                .await;
+            let twin = k
+                .err("shell::fs::write", write(&k.p("nope/new/x.txt")))
+                .await;
+            assert_eq!(
+                under.message.replace("blocked/", "nope/"),
+                twin.message,
+                "denied parent vs missing parent"
+            );
+        }
     }
 
     #[tokio::test]
