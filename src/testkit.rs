@@ -155,6 +155,11 @@ const REWORDED: [(&str, &str); 4] = [
     ),
 ];
 
+/// Enum values this worker adds on purpose (the path's end, the value): a
+/// session an agent started and drives by pulling reads as `running`, not
+/// as `detached` (the console's "nobody is watching").
+const EXTENDED_ENUMS: [(&str, &str); 1] = [("definitions/SessionStatus/oneOf[0]/enum", "running")];
+
 /// Differences between two schema values. Numbers compare by value
 /// (schemars writes `0.0` where the published page shows `0`); the change
 /// history's optional fields may appear on our side only.
@@ -169,6 +174,13 @@ fn schema_diffs(a: &Value, b: &Value, at: &str, diffs: &mut Vec<String>) {
                     _ => diffs.push(format!("{at}/{k} present on one side only")),
                 }
             }
+        }
+        (Value::Array(x), Value::Array(y))
+            if EXTENDED_ENUMS.iter().any(|(end, v)| {
+                at.ends_with(end) && x.len() == y.len() + 1 && x.last() == Some(&Value::from(*v))
+            }) =>
+        {
+            schema_diffs(&Value::from(x[..y.len()].to_vec()), b, at, diffs);
         }
         (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
             for (i, (p, q)) in x.iter().zip(y).enumerate() {

@@ -101,6 +101,9 @@ struct State {
     creds: Credentials,
     ui: Option<String>,
     target: Option<Attachment>,
+    /// Opened without an output target (`shell::pty::start`): driven by
+    /// calls that pull its output, so unattached it is `running`.
+    driven: bool,
     epoch: u64,
     /// Every frame up to this one was delivered (this epoch).
     delivered: u64,
@@ -126,6 +129,8 @@ struct State {
 pub enum Status {
     Attached,
     Detached,
+    /// Unattached, and driven by pull calls from the start.
+    Running,
     Exited(End),
 }
 
@@ -242,6 +247,7 @@ impl Session {
                 unfed: 0,
                 creds: Credentials::fresh()?,
                 ui: start.target.as_ref().map(|t| t.ui.clone()),
+                driven: start.target.is_none(),
                 target: start.target.map(|t| Attachment {
                     function_id: t.function_id,
                     epoch,
@@ -320,6 +326,7 @@ impl Session {
         match (&st.end, &st.target) {
             (Some(end), _) => Status::Exited(end.clone()),
             (None, Some(_)) => Status::Attached,
+            (None, None) if st.driven => Status::Running,
             (None, None) => Status::Detached,
         }
     }

@@ -40,6 +40,7 @@ pub const CONSOLE: Flags = Flags {
 pub enum SessionStatus {
     Attached,
     Detached,
+    Running,
     Exited {
         exit_code: Option<u32>,
         signal: Option<String>,
@@ -52,6 +53,7 @@ impl From<Status> for SessionStatus {
         match s {
             Status::Attached => SessionStatus::Attached,
             Status::Detached => SessionStatus::Detached,
+            Status::Running => SessionStatus::Running,
             Status::Exited(End {
                 exit_code,
                 signal,

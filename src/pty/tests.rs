@@ -1141,3 +1141,51 @@ async fn screen_waits_until_it_shows_a_pattern() {
     assert!(t.elapsed() < std::time::Duration::from_secs(5));
     w.services.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_agent_session_reads_as_running_not_detached_and_a_console_can_watch_it() {
+    let w = world();
+    let o = w.start_sh("echo up; sleep 600").await;
+    let id = o["session_id"].clone();
+    let r = w
+        .on(&o, "shell::pty::read", json!({"wait_ms": 10000, "until": "up"}))
+        .await
+        .unwrap();
+    assert_eq!(r["status"], "running", "{r}");
+    let status_in_list = |list: &Value| {
+        list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_id"] == id)
+            .map(|s| s["status"].clone())
+    };
+    let list = w.ok("shell::pty::sessions", json!({})).await;
+    assert_eq!(status_in_list(&list), Some(json!("running")), "{list}");
+    // a console attaches to watch: attached; it leaves: running again
+    let a = w
+        .ok(
+            "shell::pty::attach",
+            json!({"session_id": id, "reconnect_token": o["reconnect_token"], "after_sequence": 0,
+                   "cols": 80, "rows": 24, "output_function_id": TARGET}),
+        )
+        .await;
+    assert_eq!(a["status"], "attached", "{a}");
+    let d = w
+        .ok(
+            "shell::pty::detach",
+            json!({"session_id": id, "access_key": a["access_key"]}),
+        )
+        .await;
+    assert_eq!(d["status"], "running", "{d}");
+    // a console's own session still reads as detached when it lets go
+    let c = w.open_program("/bin/sh", &[]).await;
+    let d = w
+        .ok(
+            "shell::pty::detach",
+            json!({"session_id": c["session_id"], "access_key": c["access_key"]}),
+        )
+        .await;
+    assert_eq!(d["status"], "detached", "{d}");
+    w.services.shutdown().await;
+}
