@@ -290,3 +290,70 @@ async fn two_hosts_on_one_engine_are_routed_bound_and_configured_by_namespace() 
     drop((in_a, in_b, outside));
     engine.stop().await;
 }
+
+/// A second ide started in `ns` as `name`, jailed to its own root.
+fn intruder(engine: &Engine, dir: &Path, ns: &str, name: &str) -> IdeProcess {
+    let root = dir.join(format!("root-{name}"));
+    std::fs::create_dir_all(&root).unwrap();
+    let seed = dir.join(format!("seed-{name}.yaml"));
+    std::fs::write(
+        &seed,
+        format!(
+            "fs:\n  allow_unjailed: false\n  host_roots: [{}]\nturns:\n  data_dir: {}\n",
+            root.display(),
+            dir.join(format!("turns-{name}")).display()
+        ),
+    )
+    .unwrap();
+    let entry = format!("{ns}-{name}");
+    IdeProcess::spawn(
+        &["--url", &engine.url(), "--config", seed.to_str().unwrap()],
+        &[
+            ("RUST_LOG", "info"),
+            ("III_NAMESPACE", ns),
+            ("III_WORKER_NAME", name),
+            ("III_CONFIG_NAME", entry.as_str()),
+        ],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ide_in_one_namespace_stops_loudly_and_the_first_keeps_serving() {
+    if support::harness::real_engine_binary().is_none() {
+        eprintln!("namespace e2e: needs the real engine (IDE_TEST_ENGINE); skipped");
+        return;
+    }
+    let engine = Engine::start().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let a = host(&engine, dir.path(), "a");
+    let outside = client(&engine, None);
+    let info = eventually(&outside, &a.ns, "coder::info", json!({})).await;
+    assert_eq!(info["primary_root"], a.root.display().to_string());
+
+    // Another worker name in the same namespace: every function id is
+    // taken. It stops with one error naming the owner, instead of sitting
+    // connected and serving nothing.
+    let mut other = intruder(&engine, dir.path(), &a.ns, "ide-other");
+    let Some(status) = other.wait_exit(WAIT).await else {
+        panic!("the second ide stops: {}", other.logs())
+    };
+    assert!(!status.success(), "{}", other.logs());
+    let logs = other.logs();
+    assert!(logs.contains("FUNCTION_NAMESPACE_CONFLICT"), "{logs}");
+    assert!(logs.contains("'ide-a'"), "names the owner: {logs}");
+    assert!(logs.contains("III_NAMESPACE"), "says the fix: {logs}");
+
+    // The same worker name in the same namespace: refused by the engine.
+    let mut twin = intruder(&engine, dir.path(), &a.ns, "ide-a");
+    let status = twin
+        .wait_exit(WAIT)
+        .await
+        .expect("the same-named ide stops");
+    assert!(!status.success(), "{}", twin.logs());
+    assert!(twin.logs().contains("III_WORKER_NAME"), "{}", twin.logs());
+
+    // The first one never noticed.
+    let info = eventually(&outside, &a.ns, "coder::info", json!({})).await;
+    assert_eq!(info["primary_root"], a.root.display().to_string());
+    drop(a);
+}

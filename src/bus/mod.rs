@@ -14,6 +14,7 @@ pub mod answer_hold;
 mod channels;
 mod config_sync;
 pub mod nodelay;
+mod ownership;
 pub mod telemetry;
 mod ui;
 
@@ -139,13 +140,13 @@ pub async fn serve(
     };
     let ui = ui::UiBindings::default();
     ui.publish(&iii);
-    tokio::select! {
-        _ = watch_reconnects(&iii, &opts.url, &opts.home, &services, &ui) => {}
-        _ = &mut shutdown => {}
-    }
+    let outcome = tokio::select! {
+        stop = watch_reconnects(&iii, &opts.url, &opts.home, &services, &ui) => Err(stop),
+        _ = &mut shutdown => Ok(()),
+    };
     services.shutdown().await;
     iii.shutdown_async().await;
-    Ok(())
+    outcome
 }
 
 async fn start(
@@ -186,6 +187,12 @@ async fn start(
     let catalog = Arc::new(Catalog::standard());
     register_catalog(iii, &catalog, &services);
     register_trigger_types(iii, &catalog, &services);
+    // Registrations are handled in order on this connection: the engine
+    // answers this question after it took (or refused) every one of them.
+    if let Err(stop) = ownership::check(iii, &catalog_ids(&catalog)).await {
+        services.shutdown().await;
+        return Err(stop);
+    }
     match home.entry_id() {
         Some(id) => bind_config_trigger(iii, id),
         None => tracing::info!(
@@ -223,6 +230,11 @@ async fn wait_registered(iii: &IIIClient) -> Result<(), ServeError> {
             }
         }
     }
+}
+
+/// Every function id the catalog registers.
+fn catalog_ids(catalog: &Catalog) -> Vec<String> {
+    catalog.iter().map(|d| d.id.to_string()).collect()
 }
 
 fn register_catalog(iii: &IIIClient, catalog: &Arc<Catalog>, services: &Arc<Services>) {
@@ -440,13 +452,18 @@ fn bind_config_trigger(iii: &IIIClient, id: &str) {
 /// It also keeps `TCP_NODELAY` on the engine connections ([`nodelay`]):
 /// after every (re)connect, and every few seconds in between in case a
 /// reconnect fell between two looks.
+///
+/// It returns only to stop the worker: the engine refused it for good (a
+/// worker-name conflict), or after a reconnect another worker serves its
+/// functions in its namespace.
 async fn watch_reconnects(
     iii: &IIIClient,
     url: &str,
     home: &ConfigHome,
     services: &Arc<Services>,
     ui: &ui::UiBindings,
-) {
+) -> ServeError {
+    let ids = catalog_ids(&Catalog::standard());
     let mut was_connected = true;
     let mut engine = Vec::new();
     let mut tick = 0u64;
@@ -468,7 +485,13 @@ async fn watch_reconnects(
             }
         }
         tick += 1;
+        if let Some(stop) = ownership::fatal(iii) {
+            return stop;
+        }
         if connected && !was_connected {
+            if let Err(stop) = ownership::check(iii, &ids).await {
+                return stop;
+            }
             tracing::info!("reconnected to the engine; re-confirming configuration");
             if let Some(id) = home.entry_id() {
                 config_sync::reregister(iii, id).await;

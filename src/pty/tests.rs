@@ -1148,7 +1148,11 @@ async fn an_agent_session_reads_as_running_not_detached_and_a_console_can_watch_
     let o = w.start_sh("echo up; sleep 600").await;
     let id = o["session_id"].clone();
     let r = w
-        .on(&o, "shell::pty::read", json!({"wait_ms": 10000, "until": "up"}))
+        .on(
+            &o,
+            "shell::pty::read",
+            json!({"wait_ms": 10000, "until": "up"}),
+        )
         .await
         .unwrap();
     assert_eq!(r["status"], "running", "{r}");

@@ -1,0 +1,136 @@
+//! One namespace gives a function id to one worker: a second ide in the
+//! same namespace under another worker name has every registration refused
+//! (`FUNCTION_NAMESPACE_CONFLICT`), and the SDK only logs a warning per
+//! function and keeps the connection up, so that ide would sit connected
+//! and serve nothing. After each registration this module asks the engine
+//! who serves ide's functions in ide's namespace; when another worker does,
+//! ide stops with one error that names the owner and the fix.
+//!
+//! A worker-name conflict (a second ide under the same name) is fatal in
+//! the SDK; [`fatal`] turns it into the same kind of stop at any time.
+
+use super::ServeError;
+use iii_sdk::IIIClient;
+use iii_sdk::protocol::TriggerRequest;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The worker name this process registers under: `III_WORKER_NAME` (as the
+/// SDK reads it: non-empty), else `ide`.
+pub fn own_name() -> String {
+    std::env::var("III_WORKER_NAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "ide".to_string())
+}
+
+/// The functions of `ids` another worker serves in this worker's namespace,
+/// as `(function id, owner)`.
+pub async fn foreign_owners(
+    iii: &IIIClient,
+    ids: &[String],
+) -> Result<Vec<(String, String)>, String> {
+    let namespace = iii.namespace().unwrap_or_else(|| "default".to_string());
+    let mut taken = Vec::new();
+    // the engine answers at most 32 ids per batch
+    for batch in ids.chunks(32) {
+        let mut req = TriggerRequest::new(
+            "engine::functions::info",
+            json!({"function_ids": batch, "namespace": namespace}),
+        );
+        req.timeout_ms = Some(Duration::from_secs(10).as_millis() as u64);
+        let answer = iii.trigger(req).await.map_err(|e| e.to_string())?;
+        taken.extend(owners_other_than(&answer, &own_name()));
+    }
+    Ok(taken)
+}
+
+/// The entries of an `engine::functions::info` batch answer whose worker is
+/// not `me`.
+fn owners_other_than(answer: &Value, me: &str) -> Vec<(String, String)> {
+    answer["functions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| {
+            let owner = f["worker_name"].as_str()?;
+            (owner != me).then(|| {
+                (
+                    f["function_id"].as_str().unwrap_or("?").to_string(),
+                    owner.to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Check that this worker serves its own functions: the stop error when
+/// another worker in the namespace owns them. An engine that cannot answer
+/// the question (one without `engine::functions::info`) is not a conflict.
+pub async fn check(iii: &IIIClient, ids: &[String]) -> Result<(), ServeError> {
+    match foreign_owners(iii, ids).await {
+        Ok(taken) if taken.is_empty() => Ok(()),
+        Ok(taken) => Err(conflict(iii, &taken)),
+        Err(e) => {
+            tracing::info!(error = %e, "cannot ask the engine who serves ide's functions; not checked");
+            Ok(())
+        }
+    }
+}
+
+fn conflict(iii: &IIIClient, taken: &[(String, String)]) -> ServeError {
+    let namespace = iii.namespace().unwrap_or_else(|| "default".to_string());
+    let mut owners: Vec<&str> = taken.iter().map(|(_, o)| o.as_str()).collect();
+    owners.sort_unstable();
+    owners.dedup();
+    let examples: Vec<&str> = taken.iter().take(3).map(|(f, _)| f.as_str()).collect();
+    ServeError::Rejected(format!(
+        "{} of ide's functions ({}{}) are already served in namespace '{namespace}' by worker {} \
+         (FUNCTION_NAMESPACE_CONFLICT): one namespace serves one ide. Stopping instead of \
+         serving nothing. Give each host its own namespace (III_NAMESPACE, or its own compose \
+         project), or stop the other worker first",
+        taken.len(),
+        examples.join(", "),
+        if taken.len() > examples.len() {
+            ", ..."
+        } else {
+            ""
+        },
+        owners
+            .iter()
+            .map(|o| format!("'{o}'"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    ))
+}
+
+/// A fatal rejection the SDK recorded (a worker-name conflict, possibly
+/// after a reconnect), as the stop error.
+pub fn fatal(iii: &IIIClient) -> Option<ServeError> {
+    iii.fatal_error().map(|e| {
+        ServeError::Rejected(format!(
+            "the engine rejected this worker: {e}; another worker named '{}' already serves this \
+             namespace. Stopping: set III_WORKER_NAME and III_NAMESPACE to run a second ide",
+            own_name()
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_functions_of_another_worker_are_conflicts() {
+        let answer = json!({"functions": [
+            {"function_id": "coder::info", "namespace": "a", "worker_name": "ide"},
+            {"function_id": "shell::exec", "namespace": "a", "worker_name": "ide-b"},
+            {"function_id": "gone", "error": "not_found"},
+        ]});
+        assert_eq!(
+            owners_other_than(&answer, "ide"),
+            vec![("shell::exec".to_string(), "ide-b".to_string())]
+        );
+        assert!(owners_other_than(&json!({}), "ide").is_empty());
+    }
+}
