@@ -34,6 +34,20 @@ pub trait Outbound: Send + Sync {
         payload: Value,
         timeout_ms: Option<u64>,
     ) -> Result<Value, WireError>;
+    /// [`call`](Self::call) a function registered in `namespace` (the
+    /// engine's `default` for a console tab's handler), whatever namespace
+    /// this worker serves in. Without a namespace-routing engine it is
+    /// `call`.
+    async fn call_in(
+        &self,
+        namespace: &str,
+        function_id: &str,
+        payload: Value,
+        timeout_ms: Option<u64>,
+    ) -> Result<Value, WireError> {
+        let _ = namespace;
+        self.call(function_id, payload, timeout_ms).await
+    }
     /// Invoke a bound function without waiting (trigger delivery). Must
     /// return immediately: a slow subscriber never delays the caller.
     /// The binding's metadata and namespace travel with the fire, as the

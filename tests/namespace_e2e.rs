@@ -357,3 +357,59 @@ async fn a_second_ide_in_one_namespace_stops_loudly_and_the_first_keeps_serving(
     assert_eq!(info["primary_root"], a.root.display().to_string());
     drop(a);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_in_the_default_namespace_drives_a_terminal_on_another_host() {
+    use base64::Engine as _;
+    if support::harness::real_engine_binary().is_none() {
+        eprintln!("namespace e2e: needs the real engine (IDE_TEST_ENGINE); skipped");
+        return;
+    }
+    let engine = Engine::start().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let a = host(&engine, dir.path(), "a");
+    // The console's tab: its per-tab output handler lives in `default`.
+    let console = client(&engine, None);
+    let target = format!("iii::ide-ui::pty-output::console-{}", unique_name("tab"));
+    let mut frames = sink(&console, &target);
+    eventually(&console, &a.ns, "coder::info", json!({})).await;
+    let open = call(
+        &console,
+        &a.ns,
+        "shell::pty::open",
+        json!({"cwd": a.root, "cols": 80, "rows": 24, "output_function_id": target,
+               "program": "/bin/sh", "args": [], "env": {"HISTFILE": "/dev/null"}}),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("shell::pty::open in {}: {e}", a.ns));
+    let data = base64::engine::general_purpose::STANDARD.encode("echo hi-$((40+2)); pwd\r");
+    call(
+        &console,
+        &a.ns,
+        "shell::pty::write",
+        json!({"session_id": open["session_id"], "access_key": open["access_key"], "data": data}),
+    )
+    .await
+    .expect("write");
+    let mut text = String::new();
+    let mut last = 0;
+    while !(text.contains("hi-42") && text.contains(&a.root.display().to_string())) {
+        let f = next(&mut frames, "terminal output from host a").await;
+        assert_eq!(f["session_id"], open["session_id"]);
+        last = last.max(f["sequence"].as_u64().unwrap());
+        if let Some(d) = f["data"].as_str() {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(d).unwrap();
+            text.push_str(&String::from_utf8_lossy(&bytes));
+        }
+    }
+    assert!(last >= 1, "numbered frames");
+    call(
+        &console,
+        &a.ns,
+        "shell::pty::close",
+        json!({"session_id": open["session_id"], "access_key": open["access_key"]}),
+    )
+    .await
+    .expect("close");
+    drop(a);
+}

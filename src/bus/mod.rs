@@ -288,16 +288,14 @@ struct SdkOutbound {
     main: tokio::runtime::Handle,
 }
 
-#[async_trait::async_trait]
-impl Outbound for SdkOutbound {
-    async fn call(
+impl SdkOutbound {
+    /// Send a call and keep the remote `{code, message}` of a failure.
+    async fn send(
         &self,
+        req: impl Into<TriggerRequestWithMetadata>,
         function_id: &str,
-        payload: Value,
         timeout_ms: Option<u64>,
     ) -> Result<Value, WireError> {
-        let mut req = TriggerRequest::new(function_id, payload);
-        req.timeout_ms = timeout_ms;
         self.iii.trigger(req).await.map_err(|e| match e {
             iii_sdk::Error::Remote { code, message, .. } => WireError { code, message },
             iii_sdk::Error::Timeout => WireError {
@@ -312,6 +310,33 @@ impl Outbound for SdkOutbound {
                 message: format!("engine call {function_id} failed: {other}"),
             },
         })
+    }
+}
+
+#[async_trait::async_trait]
+impl Outbound for SdkOutbound {
+    async fn call(
+        &self,
+        function_id: &str,
+        payload: Value,
+        timeout_ms: Option<u64>,
+    ) -> Result<Value, WireError> {
+        let mut req = TriggerRequest::new(function_id, payload);
+        req.timeout_ms = timeout_ms;
+        self.send(req, function_id, timeout_ms).await
+    }
+
+    async fn call_in(
+        &self,
+        namespace: &str,
+        function_id: &str,
+        payload: Value,
+        timeout_ms: Option<u64>,
+    ) -> Result<Value, WireError> {
+        let mut req = TriggerRequest::new(function_id, payload);
+        req.timeout_ms = timeout_ms;
+        self.send(req.namespace(namespace), function_id, timeout_ms)
+            .await
     }
 
     fn fire(&self, binding: &Binding, payload: Value) {

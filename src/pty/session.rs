@@ -954,7 +954,12 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
                         let epoch = target.epoch;
                         calls.push(Box::pin(async move {
                             let result = outbound
-                                .call(&function_id, payload, Some(DELIVERY_TIMEOUT_MS))
+                                .call_in(
+                                    super::target::CONSOLE_NAMESPACE,
+                                    &function_id,
+                                    payload,
+                                    Some(DELIVERY_TIMEOUT_MS),
+                                )
                                 .await;
                             drop(guard);
                             (epoch, frame.seq, result)

@@ -4,6 +4,12 @@
 
 use crate::error::{Failure, quote};
 
+/// Where a console tab's handler lives: the console connects in the
+/// engine's `default` namespace (as the configuration worker does), so an
+/// ide serving another namespace (one host of several) delivers terminal
+/// output there, not in its own.
+pub const CONSOLE_NAMESPACE: &str = "default";
+
 /// Longest output target accepted.
 const MAX_LEN: usize = 256;
 
