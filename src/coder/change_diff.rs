@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 #[schemars(title = "ChangeDiffInput")]
 pub struct ChangeDiffInput {
     pub change_id: String,
-    /// `full` (default): both bodies, exactly. `unified`: a unified diff (`--- a/path`, `+++ b/path`, `@@` hunks) instead of the bodies, at most `max_diff_bytes` — what an agent reads to see what changed.
+    /// `full` (default): both bodies, exactly. `unified`: a unified diff (`--- a/path`, `+++ b/path` with the path relative to its allowed root, so `git apply` there takes it; `@@` hunks) instead of the bodies, at most `max_diff_bytes` — what an agent reads to see what changed.
     #[serde(default)]
     pub format: Option<DiffFormat>,
     /// Unchanged lines around each hunk of a `unified` diff (default 3, at most 100).
@@ -57,11 +57,8 @@ pub struct ChangeDiffOutput {
 pub fn def() -> FunctionDef {
     function(
         "coder::change-diff",
-        "Internal console UI: retrieve an exact before/after snapshot by change id. With format: \"unified\" it answers a bounded unified diff instead of both bodies.",
-        Flags {
-            internal: true,
-            ..Flags::NONE
-        },
+        "Retrieve the exact before/after snapshot of one change by change id (from shell::turns::list or a write's change_id). With format: \"unified\" it answers a bounded unified diff instead of both bodies.",
+        Flags::NONE,
         |ctx: Ctx, req: ChangeDiffInput| async move {
             crate::runtime::blocking(move || change_diff(&ctx, &req)).await
         },
@@ -109,7 +106,8 @@ fn change_diff(ctx: &Ctx, req: &ChangeDiffInput) -> Result<ChangeDiffOutput, Fai
     if req.format.unwrap_or_default() == DiffFormat::Unified {
         let (diff, cut) = match (&old, &new) {
             (Some(o), Some(n)) => {
-                let (d, cut) = unified(&r.path, o, n, context as usize, max_bytes as usize);
+                let name = diff_name(&r.path, ctx.runtime.policy.coder_roots());
+                let (d, cut) = unified(&name, o, n, context as usize, max_bytes as usize);
                 (Some(d), Some(cut))
             }
             _ => (None, None),
@@ -133,11 +131,24 @@ fn change_diff(ctx: &Ctx, req: &ChangeDiffInput) -> Result<ChangeDiffOutput, Fai
     })
 }
 
-/// A unified diff of `old` -> `new`, cut at a line boundary to at most
-/// `max` bytes; whether it was cut.
-fn unified(path: &str, old: &str, new: &str, context: usize, max: usize) -> (String, bool) {
+/// How a unified diff names the file: relative to the allowed root that
+/// holds it (so `git apply` / `patch -p1` in that root take the diff as
+/// is), else the absolute path without its leading `/`.
+fn diff_name(path: &str, roots: &[std::path::PathBuf]) -> String {
+    let p = std::path::Path::new(path);
+    roots
+        .iter()
+        .filter_map(|root| p.strip_prefix(root).ok())
+        .min_by_key(|rel| rel.components().count())
+        .filter(|rel| !rel.as_os_str().is_empty())
+        .map(|rel| rel.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.trim_start_matches('/').to_string())
+}
+
+/// A unified diff of `old` -> `new` for the file `rel`, cut at a line
+/// boundary to at most `max` bytes; whether it was cut.
+fn unified(rel: &str, old: &str, new: &str, context: usize, max: usize) -> (String, bool) {
     let diff = similar::TextDiff::from_lines(old, new);
-    let rel = path.trim_start_matches('/');
     let text = diff
         .unified_diff()
         .context_radius(context)

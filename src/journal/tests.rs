@@ -510,7 +510,8 @@ async fn change_diff_answers_a_bounded_unified_diff_for_agents() {
     )
     .await;
     let text = d["diff"].as_str().unwrap();
-    assert!(text.contains("--- a/") && text.contains("+++ b/"), "{text}");
+    // named relative to its root, so `git apply` in the root takes it
+    assert!(text.starts_with("--- a/u.txt\n+++ b/u.txt\n"), "{text}");
     assert!(text.contains("-line 100 é\n+line hundred\n"), "{text}");
     assert!(
         text.contains(" line 97 é\n") && !text.contains(" line 96 é\n"),

@@ -76,15 +76,12 @@ pub struct TurnsListOutput {
 pub fn def() -> FunctionDef {
     function(
         "shell::turns::list",
-        "Console control plane: the change history, newest turn first. Every mutation of \
+        "The change history (agents and the console alike), newest turn first. Every mutation of \
          coder::create-file/update-file/delete-file/move and shell::fs::write/sed/rm/mv is \
          journaled; changes with the same `turn_id` form a turn (without one a change is its \
          own turn). Filters: session_id, path, since (epoch ms); pages with limit/cursor. No \
          bodies: open one with coder::change-diff, undo with shell::turns::revert.",
-        Flags {
-            internal: true,
-            ..Flags::NONE
-        },
+        Flags::NONE,
         |ctx: Ctx, req: TurnsListInput| async move {
             crate::runtime::blocking(move || list(&ctx, req)).await
         },

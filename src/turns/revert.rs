@@ -61,16 +61,13 @@ pub struct TurnsRevertOutput {
 pub fn def() -> FunctionDef {
     function(
         "shell::turns::revert",
-        "Console control plane: undo a turn (`turn_id`) or one change (`change_id`): every file \
+        "Undo a turn (`turn_id`) or one change (`change_id`): every file \
          goes back to its exact bytes and mode before the change (created files are removed, \
          deleted ones restored, moves moved back). All or nothing: if any file no longer has \
          the revision the change left, nothing is written and `conflicts` lists each path with \
          its current revision. `dry_run: true` only reports. The revert is journaled as a new \
          turn (`revert_turn_id`), so it can be reverted too.",
-        Flags {
-            internal: true,
-            ..Flags::NONE
-        },
+        Flags::NONE,
         |ctx: Ctx, req: TurnsRevertInput| async move { revert(ctx, req).await },
     )
 }
