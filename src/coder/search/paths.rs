@@ -70,10 +70,18 @@ impl PathQuery {
 /// The C210 for a query the matcher refuses.
 pub(crate) fn bad_query(query: &str, regex: bool, err: &str) -> Failure {
     if regex {
+        // `\r?$` is how one makes a pattern safe for CRLF files elsewhere;
+        // here `$` already ends a line before its `\r\n`.
+        let crlf = if err.contains("\\r") {
+            " A line's terminator (LF or CRLF) is never part of it and `$` matches before \
+             either, so drop the `\\r`."
+        } else {
+            ""
+        };
         Failure::bad_input(format!(
-            "query {query:?} is not a valid regex: {err}. Fix the pattern (Rust regex syntax; \
-             coder::search matches within one line, so a pattern cannot require a newline), or \
-             pass regex: false to search for the literal text"
+            "query {query:?} is not a valid regex: {err}.{crlf} Fix the pattern (Rust regex \
+             syntax; coder::search matches within one line, so a pattern cannot require a \
+             newline), or pass regex: false to search for the literal text"
         ))
     } else {
         Failure::bad_input(format!(

@@ -1103,3 +1103,21 @@ async fn every_content_match_carries_its_files_revision_for_an_edit_without_a_re
         .await;
     assert_eq!(edit["results"][0]["success"], true, "{edit}");
 }
+
+#[tokio::test]
+async fn a_carriage_return_in_a_regex_says_dollar_already_ends_a_crlf_line() {
+    let t = tree(&[("w.ini", "value = 512\r\nvalue = 5000\r\n")]);
+    let e = t
+        .call(json!({"query": "^value = 5[0-9]{2}\\r?$", "regex": true, "search_paths": false}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, "C210");
+    assert!(e.message.contains("drop the `\\r`"), "{}", e.message);
+    // and without it the CRLF line is found, terminator excluded
+    let out = t
+        .ok(json!({"query": "^value = 5[0-9]{2}$", "regex": true, "search_paths": false}))
+        .await;
+    let m = out["content_matches"].as_array().unwrap();
+    assert_eq!(m.len(), 1, "{out}");
+    assert_eq!(m[0]["text"], "value = 512");
+}
