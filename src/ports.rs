@@ -23,6 +23,19 @@ pub const CALL_TIMED_OUT: &str = "timeout";
 /// (sandbox forwarding), fire-and-forget trigger fan-out and byte channels
 /// ([`crate::stream`]). Implemented by the bus over the SDK, and by fakes in
 /// tests.
+/// The engine's own namespace: where an invocation or a binding that names
+/// none resolves.
+pub const DEFAULT_NAMESPACE: &str = "default";
+
+/// Which ide answered: the namespace it serves and its worker name.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct HostIdentity {
+    /// The engine namespace this ide registers its functions in (`default` when none was set).
+    pub namespace: String,
+    /// The worker name it registered under (`III_WORKER_NAME`, else `ide`).
+    pub worker_name: String,
+}
+
 #[async_trait::async_trait]
 pub trait Outbound: Send + Sync {
     /// Call a function over the engine and wait for its result. Errors keep
@@ -34,6 +47,12 @@ pub trait Outbound: Send + Sync {
         payload: Value,
         timeout_ms: Option<u64>,
     ) -> Result<Value, WireError>;
+    /// Who this worker is on the engine (its namespace and worker name),
+    /// for a page that reaches several ide by namespace. None without an
+    /// engine.
+    fn host(&self) -> Option<HostIdentity> {
+        None
+    }
     /// [`call`](Self::call) a function registered in `namespace` (the
     /// engine's `default` for a console tab's handler), whatever namespace
     /// this worker serves in. Without a namespace-routing engine it is

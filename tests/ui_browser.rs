@@ -468,3 +468,81 @@ async fn run_restart_suite(file: &str, populate: impl FnOnce(&Path)) {
         world.ide.logs()
     );
 }
+
+/// One page, two hosts: ide A in the engine's default namespace (the one
+/// whose page the console loads) and ide B in its own namespace, on one
+/// real engine. The picker lists both; a workspace, its live changes and a
+/// terminal follow the chosen one.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_page_reaches_two_hosts_by_namespace_in_chromium() {
+    if support::harness::real_engine_binary().is_none() {
+        eprintln!("two hosts in one page: needs the real engine (IDE_TEST_ENGINE); skipped");
+        return;
+    }
+    if node_ready().is_none() {
+        return;
+    }
+    let Some(chromium) = chromium() else {
+        missing("chromium is not installed");
+        return;
+    };
+    let world =
+        start(|root| std::fs::write(root.join("README.md"), b"# host A\n").expect("write fixture"))
+            .await;
+    let dir = tempfile::TempDir::new().expect("temp dir");
+    let root_b = dir.path().canonicalize().expect("canonical").join("repo-b");
+    std::fs::create_dir(&root_b).expect("mkdir repo-b");
+    std::fs::write(root_b.join("only-on-b.txt"), b"b\n").expect("write fixture");
+    let mut cfg = Config::zero_config();
+    cfg.fs.allow_unjailed = false;
+    cfg.fs.host_roots = vec![root_b.clone()];
+    cfg.working_dir = Some(root_b.clone());
+    cfg.turns.data_dir = dir.path().join("turns-b");
+    let seed = dir.path().join("config-b.yaml");
+    std::fs::write(&seed, cfg.to_value().to_string()).expect("write seed");
+    let ns_b = support::engine::unique_name("host-b");
+    let entry = format!("{ns_b}-ide");
+    let ide_b = IdeProcess::spawn(
+        &[
+            "--url",
+            &world.engine.url(),
+            "--config",
+            seed.to_str().unwrap(),
+        ],
+        &[
+            ("RUST_LOG", "info"),
+            ("III_NAMESPACE", ns_b.as_str()),
+            ("III_WORKER_NAME", "ide-b"),
+            ("III_CONFIG_NAME", entry.as_str()),
+        ],
+    );
+    assert!(
+        ide_b.wait_for_log("ide serving", WAIT).await,
+        "{}",
+        ide_b.logs()
+    );
+    let envs = vec![
+        ("IDE_ENGINE_URL", world.engine.url()),
+        ("IDE_TEST_ROOT", world.root.display().to_string()),
+        ("IDE_HOST_B_ROOT", root_b.display().to_string()),
+        ("IDE_HOST_B_NS", ns_b.clone()),
+        ("IDE_CHROMIUM", chromium.display().to_string()),
+        ("IDE_ARTIFACTS", artifacts().display().to_string()),
+    ];
+    node(
+        &[
+            "--test",
+            "--test-concurrency=1",
+            "test/browser/hosts.test.mjs",
+        ],
+        &envs,
+        || {
+            format!(
+                "ide A logs:\n{}\nide B logs:\n{}",
+                world.ide.logs(),
+                ide_b.logs()
+            )
+        },
+    )
+    .await;
+}

@@ -326,6 +326,16 @@ impl Outbound for SdkOutbound {
         self.send(req, function_id, timeout_ms).await
     }
 
+    fn host(&self) -> Option<crate::ports::HostIdentity> {
+        Some(crate::ports::HostIdentity {
+            namespace: self
+                .iii
+                .namespace()
+                .unwrap_or_else(|| crate::ports::DEFAULT_NAMESPACE.to_string()),
+            worker_name: ownership::own_name(),
+        })
+    }
+
     async fn call_in(
         &self,
         namespace: &str,
@@ -346,9 +356,16 @@ impl Outbound for SdkOutbound {
         if let Some(m) = &binding.metadata {
             req = req.metadata(m.clone());
         }
-        if let Some(ns) = &binding.namespace {
-            req = req.namespace(ns.clone());
-        }
+        // A binding that named no namespace targets the engine's default
+        // one (absent is `default` to the engine, whatever the binder's
+        // namespace); unset here, the SDK would send the call to this
+        // worker's own namespace instead.
+        req = req.namespace(
+            binding
+                .namespace
+                .clone()
+                .unwrap_or_else(|| crate::ports::DEFAULT_NAMESPACE.to_string()),
+        );
         let iii = self.iii.clone();
         let function_id = binding.function_id.clone();
         self.main.spawn(async move {

@@ -30,7 +30,9 @@ pub async fn foreign_owners(
     iii: &IIIClient,
     ids: &[String],
 ) -> Result<Vec<(String, String)>, String> {
-    let namespace = iii.namespace().unwrap_or_else(|| "default".to_string());
+    let namespace = iii
+        .namespace()
+        .unwrap_or_else(|| crate::ports::DEFAULT_NAMESPACE.to_string());
     let mut taken = Vec::new();
     // the engine answers at most 32 ids per batch
     for batch in ids.chunks(32) {
@@ -79,7 +81,9 @@ pub async fn check(iii: &IIIClient, ids: &[String]) -> Result<(), ServeError> {
 }
 
 fn conflict(iii: &IIIClient, taken: &[(String, String)]) -> ServeError {
-    let namespace = iii.namespace().unwrap_or_else(|| "default".to_string());
+    let namespace = iii
+        .namespace()
+        .unwrap_or_else(|| crate::ports::DEFAULT_NAMESPACE.to_string());
     let mut owners: Vec<&str> = taken.iter().map(|(_, o)| o.as_str()).collect();
     owners.sort_unstable();
     owners.dedup();

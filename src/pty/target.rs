@@ -8,7 +8,7 @@ use crate::error::{Failure, quote};
 /// engine's `default` namespace (as the configuration worker does), so an
 /// ide serving another namespace (one host of several) delivers terminal
 /// output there, not in its own.
-pub const CONSOLE_NAMESPACE: &str = "default";
+pub const CONSOLE_NAMESPACE: &str = crate::ports::DEFAULT_NAMESPACE;
 
 /// Longest output target accepted.
 const MAX_LEN: usize = 256;

@@ -15,6 +15,9 @@ pub struct WorkspaceRootsRequest {}
 #[schemars(title = "WorkspaceRootsResponse")]
 pub struct WorkspaceRootsResponse {
     pub roots: Vec<String>,
+    /// Which ide answered (its namespace and worker name), so a page that reaches several hosts by namespace can check it reached the one it chose. Absent without an engine (`ide call`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::ports::HostIdentity>,
 }
 
 pub fn def() -> FunctionDef {
@@ -53,5 +56,8 @@ fn roots(ctx: &Ctx) -> WorkspaceRootsResponse {
             }
         }
     }
-    WorkspaceRootsResponse { roots }
+    WorkspaceRootsResponse {
+        roots,
+        host: ctx.services.outbound.as_ref().and_then(|o| o.host()),
+    }
 }

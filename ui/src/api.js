@@ -38,24 +38,68 @@ export function asCallError(e) {
   return new CallError("error", String(e));
 }
 
+/**
+ * One ide the engine routes to: the namespace it serves and its worker name.
+ * @typedef {{namespace: string, worker_name: string}} HostId
+ */
+
 export class Api {
   /** @param {HostIii} iii */
   constructor(iii) {
     this.iii = iii;
+    /** The namespace of the ide this page works with (null: the console's own, where calls go unnamed). @type {string | null} */
+    this.namespace = null;
   }
 
   /** @param {string} id @param {any} payload @param {number} [timeoutMs] */
   async call(id, payload, timeoutMs = DEFAULT_TIMEOUT_MS) {
     try {
-      // the console's client takes {timeoutMs}; a client without it ignores the third argument
-      return await this.iii.trigger(id, payload, { timeoutMs });
+      // the console's client takes {timeoutMs} (and routes by `namespace`); a client without options ignores them
+      const options = this.namespace ? { timeoutMs, namespace: this.namespace } : { timeoutMs };
+      return await this.iii.trigger(id, payload, options);
     } catch (e) {
       throw asCallError(e);
     }
   }
 
-  roots() {
-    return this.call("shell::workspace::roots", {});
+  /**
+   * Every ide the engine routes to, by namespace (the rows of the engine's
+   * function list that serve shell::workspace::roots). Empty when the
+   * engine cannot list its functions.
+   * @returns {Promise<HostId[]>}
+   */
+  async hosts() {
+    let out;
+    try {
+      out = await this.iii.trigger("engine::functions::list", { prefix: "shell::workspace::roots" }, { timeoutMs: 10_000 });
+    } catch {
+      return [];
+    }
+    /** @type {HostId[]} */
+    const found = [];
+    for (const f of out?.functions ?? []) {
+      if (f?.function_id !== "shell::workspace::roots") continue;
+      const namespace = typeof f.namespace === "string" ? f.namespace : "default";
+      if (!found.some((h) => h.namespace === namespace)) found.push({ namespace, worker_name: String(f.worker_name ?? "ide") });
+    }
+    return found.sort((a, b) => (a.namespace === "default" ? -1 : b.namespace === "default" ? 1 : a.namespace.localeCompare(b.namespace)));
+  }
+
+  /**
+   * The picker's roots, from the ide this Api points at. An answer from
+   * another namespace (a console whose client does not route by namespace)
+   * is refused: the page must never show one host's files as another's.
+   */
+  async roots() {
+    const r = await this.call("shell::workspace::roots", {});
+    const answered = r?.host?.namespace;
+    if (this.namespace && answered && answered !== this.namespace) {
+      throw new CallError(
+        "wrong_host",
+        `asked the ide in namespace "${this.namespace}" but the ide in "${answered}" answered: this console's client does not route calls by namespace, so only the ide in its own namespace can be used here`,
+      );
+    }
+    return r;
   }
 
   /** @param {string} path @param {string} [cursor] */

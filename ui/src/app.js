@@ -25,6 +25,8 @@ export class App {
     this.changeListeners = new Set();
     /** @type {Set<() => void>} */
     this.reconnectListeners = new Set();
+    /** @type {Set<() => void>} */
+    this.hostListeners = new Set();
     /** @type {Array<() => void>} */
     this.cleanups = [];
     /** @type {{root: string, off: () => void} | null} */
@@ -112,11 +114,7 @@ export class App {
       return;
     }
     try {
-      const handle = this.iii.registerTrigger({
-        type: "shell::changed",
-        function_id: this.handlerId,
-        config: { path: root },
-      });
+      const handle = this.iii.registerTrigger(this.triggerInput("shell::changed", this.handlerId, { path: root }));
       const off =
         typeof handle === "function"
           ? handle
@@ -129,6 +127,39 @@ export class App {
       const o = /** @type {any} */ (e);
       this.bindError = { code: o?.code ?? "error", message: o?.message ?? String(e) };
     }
+  }
+
+  /**
+   * A binding of this tab's handler to one of the chosen ide's trigger
+   * types: the provider is looked up in that ide's namespace
+   * (`trigger_namespace`); the handler stays in the console's.
+   * @param {string} type @param {string} functionId @param {any} config
+   */
+  triggerInput(type, functionId, config) {
+    /** @type {any} */
+    const input = { type, function_id: functionId, config };
+    if (this.api.namespace) input.trigger_namespace = this.api.namespace;
+    return input;
+  }
+
+  /**
+   * Work with the ide in `namespace` (null: the console's own). Bindings
+   * follow at their next bind.
+   * @param {string | null} namespace
+   */
+  useHost(namespace) {
+    const next = namespace && namespace !== "default" ? namespace : null;
+    if (next === this.api.namespace) return;
+    this.api.namespace = next;
+    // the root's binding belongs to the previous host
+    this.unbind();
+    for (const fn of [...this.hostListeners]) fn();
+  }
+
+  /** @param {() => void} fn called after another host was chosen */
+  onHost(fn) {
+    this.hostListeners.add(fn);
+    return () => this.hostListeners.delete(fn);
   }
 
   unbind() {
@@ -154,5 +185,6 @@ export class App {
     }
     this.changeListeners.clear();
     this.reconnectListeners.clear();
+    this.hostListeners.clear();
   }
 }

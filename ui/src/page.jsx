@@ -65,14 +65,32 @@ function useTheme(host) {
 /** @param {{app: App, host: any}} props */
 function Page({ app, host }) {
   const theme = useTheme(host);
-  const [root, setRoot] = useState(() => storage.get("root"));
-  const [picking, setPicking] = useState(() => !storage.get("root"));
+  // the ide this page works with (its namespace; null: the console's own),
+  // remembered per browser like the root, which is remembered per host
+  const [ns, setNs] = useState(() => {
+    const remembered = storage.get("host");
+    app.useHost(remembered);
+    return app.api.namespace;
+  });
+  const rootKey = ns ? `root@${ns}` : "root";
+  const [root, setRoot] = useState(() => storage.get(rootKey));
+  const [picking, setPicking] = useState(() => !storage.get(rootKey));
 
   const [rootError, setRootError] = useState(/** @type {any} */ (null));
 
   useLayoutEffect(() => {
-    if (root) storage.set("root", root);
-  }, [root]);
+    if (root) storage.set(rootKey, root);
+  }, [root, rootKey]);
+
+  /** @param {string | null} next */
+  const chooseHost = (next) => {
+    app.useHost(next);
+    storage.set("host", app.api.namespace ?? "");
+    setNs(app.api.namespace);
+    setRoot(null);
+    setRootError(null);
+    setPicking(true);
+  };
 
   // a remembered root may be gone or no longer allowed: ask again, saying why
   useEffect(() => {
@@ -93,6 +111,8 @@ function Page({ app, host }) {
       {picking || !root ? (
         <Picker
           app={app}
+          host={ns}
+          onHost={chooseHost}
           current={root}
           initialError={rootError}
           onPick={(/** @type {string} */ r) => {
@@ -103,7 +123,7 @@ function Page({ app, host }) {
           onCancel={root && !rootError ? () => setPicking(false) : null}
         />
       ) : (
-        <Workspace key={root} app={app} host={host} root={root} dark={theme === "dark"} onChangeRoot={() => setPicking(true)} />
+        <Workspace key={`${ns ?? ""}|${root}`} app={app} host={host} root={root} dark={theme === "dark"} onChangeRoot={() => setPicking(true)} />
       )}
     </div>
   );

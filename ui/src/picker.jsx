@@ -5,20 +5,43 @@
 import { useEffect, useState } from "react";
 import { ErrorLine } from "./ui.jsx";
 
-/** @param {{app: import("./app.js").App, current: string | null, initialError?: any, onPick: (root: string) => void, onCancel: null | (() => void)}} props */
-export function Picker({ app, current, initialError = null, onPick, onCancel }) {
+/**
+ * @param {{app: import("./app.js").App, host: string | null, current: string | null, initialError?: any,
+ *   onHost: (namespace: string | null) => void, onPick: (root: string) => void, onCancel: null | (() => void)}} props
+ */
+export function Picker({ app, host, current, initialError = null, onHost, onPick, onCancel }) {
   const [roots, setRoots] = useState(/** @type {string[] | null} */ (null));
+  const [hosts, setHosts] = useState(/** @type {import("./api.js").HostId[]} */ ([]));
   const [browsing, setBrowsing] = useState(/** @type {string | null} */ (null));
   const [entries, setEntries] = useState(/** @type {any[]} */ ([]));
   const [typed, setTyped] = useState(current ?? "");
   const [error, setError] = useState(/** @type {any} */ (initialError));
 
+  // every ide the engine routes to, by namespace
   useEffect(() => {
-    app.api.roots().then(
-      (r) => setRoots(r.roots ?? []),
-      (e) => setError(e),
-    );
+    let live = true;
+    app.api.hosts().then((h) => live && setHosts(h));
+    return () => {
+      live = false;
+    };
   }, [app]);
+
+  useEffect(() => {
+    let live = true;
+    setRoots(null);
+    setBrowsing(null);
+    app.api.roots().then(
+      (r) => live && setRoots(r.roots ?? []),
+      (e) => {
+        if (!live) return;
+        setRoots([]);
+        setError(e);
+      },
+    );
+    return () => {
+      live = false;
+    };
+  }, [app, host]);
 
   useEffect(() => {
     if (!browsing) return;
@@ -46,6 +69,27 @@ export function Picker({ app, current, initialError = null, onPick, onCancel }) 
   return (
     <div className="ide-picker" data-testid="picker">
       <h2>Open a workspace</h2>
+      {(hosts.length > 1 || hosts.some((h) => h.namespace !== (host ?? "default"))) && (
+        <label className="ide-row ide-host">
+          <span>Host</span>
+          <select
+            className="ide-input"
+            aria-label="Host"
+            value={host ?? "default"}
+            onChange={(e) => {
+              setError(null);
+              onHost(e.target.value === "default" ? null : e.target.value);
+            }}
+          >
+            {!hosts.some((h) => h.namespace === (host ?? "default")) && <option value={host ?? "default"}>{host ?? "default"} (not listed)</option>}
+            {hosts.map((h) => (
+              <option key={h.namespace} value={h.namespace}>
+                {h.worker_name} — {h.namespace}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
       <form
         className="ide-row"
         onSubmit={(e) => {

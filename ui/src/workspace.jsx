@@ -349,6 +349,11 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     <div className="ide-workspace" data-git={git.inRepo === null ? "unknown" : String(git.inRepo)}>
       <header className="ide-header">
         <span className="ide-title">IDE</span>
+        {app.api.namespace && (
+          <span className="ide-host-badge" data-testid="host" title={`the ide in namespace ${app.api.namespace}`}>
+            {app.api.namespace}
+          </span>
+        )}
         <span className="ide-root" data-testid="root" title={root}>
           {root}
         </span>

@@ -14,6 +14,7 @@ export const JOB_FINISHED_HANDLER = "iii::ide-ui::job-finished";
 export class JobFeed {
   /** @param {import("../app.js").App} app */
   constructor(app) {
+    this.app = app;
     this.iii = app.iii;
     this.store = new JobsStore((id, payload) => app.api.call(id, payload));
     /** @type {Array<() => void>} */
@@ -35,6 +36,13 @@ export class JobFeed {
       if (typeof off === "function") this.cleanups.push(off);
       this.bind();
     }
+    // another host chosen: its completions, its list
+    this.cleanups.push(
+      app.onHost(() => {
+        if (this.unbind) this.bind();
+        void this.store.refresh();
+      }),
+    );
     // back on the engine, with ide answering: bind afresh (as the root's binding does) and re-read
     this.cleanups.push(
       app.onReconnect(() => {
@@ -54,7 +62,7 @@ export class JobFeed {
     }
     try {
       // no job_id: every future completion of this worker's background jobs
-      const handle = this.iii.registerTrigger({ type: "shell::job-finished", function_id: this.handlerId, config: {} });
+      const handle = this.iii.registerTrigger(this.app.triggerInput("shell::job-finished", this.handlerId, {}));
       this.unbind = typeof handle === "function" ? handle : handle && typeof handle.unregister === "function" ? () => handle.unregister() : () => {};
       this.bindError = null;
     } catch (e) {

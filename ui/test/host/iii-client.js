@@ -99,7 +99,7 @@ export function connect(url, name) {
       return state;
     },
     ready: () => ready,
-    /** @param {string} function_id @param {any} data @param {{timeoutMs?: number}} [options] */
+    /** @param {string} function_id @param {any} data @param {{timeoutMs?: number, namespace?: string}} [options] */
     async trigger(function_id, data = {}, options = {}) {
       await ready;
       const id = crypto.randomUUID();
@@ -119,7 +119,8 @@ export function connect(url, name) {
             reject(e);
           },
         });
-        send({ type: "invokefunction", invocation_id: id, function_id, data });
+        // the engine routes an invocation by its `namespace` (absent: default)
+        send({ type: "invokefunction", invocation_id: id, function_id, data, ...(options.namespace ? { namespace: options.namespace } : {}) });
       });
     },
     /** @param {string} id @param {(p: any) => any} handler @param {any} [metadata] */
@@ -130,10 +131,13 @@ export function connect(url, name) {
         if (functions.delete(id)) send({ type: "unregisterfunction", id });
       };
     },
-    /** @param {{type: string, function_id: string, config: any}} input */
+    /** @param {{type: string, function_id: string, config: any, trigger_namespace?: string}} input */
     registerTrigger(input) {
       const id = crypto.randomUUID();
+      /** @type {any} */
       const t = { trigger_type: input.type, function_id: input.function_id, config: input.config };
+      // where the engine finds the type's provider (absent: this connection's namespace, then default)
+      if (input.trigger_namespace) t.trigger_namespace = input.trigger_namespace;
       triggers.set(id, t);
       if (state === "connected") send({ type: "registertrigger", id, ...t });
       return () => {

@@ -13,6 +13,8 @@ function fakeApp() {
   const triggers = new Map();
   /** @type {Set<() => void>} */
   const reconnects = new Set();
+  /** @type {Set<() => void>} */
+  const hosts = new Set();
   /** @type {any[]} */
   const calls = [];
   let n = 0;
@@ -39,6 +41,11 @@ function fakeApp() {
       reconnects.add(fn);
       return () => reconnects.delete(fn);
     },
+    onHost: (/** @type {() => void} */ fn) => {
+      hosts.add(fn);
+      return () => hosts.delete(fn);
+    },
+    triggerInput: (/** @type {string} */ type, /** @type {string} */ function_id, /** @type {any} */ config) => ({ type, function_id, config }),
   };
   return { app, handlers, triggers, reconnects, calls };
 }
