@@ -11,6 +11,17 @@ use support::ide_process::IdeProcess;
 
 const T: Duration = Duration::from_secs(15);
 
+/// A project root `proj` in `dir` and a seed jailing ide to it (the
+/// journal's `data_dir` left at its relative default): (root, seed path).
+fn project(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let root = dir.join("proj");
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.canonicalize().unwrap();
+    let seed = dir.join("seed.yaml");
+    std::fs::write(&seed, format!("fs:\n  host_roots: [{}]\n", root.display())).unwrap();
+    (root, seed)
+}
+
 /// Serve `seed` from `cwd`, with `state` as the state home.
 fn start(
     engine: &Engine,
@@ -61,13 +72,9 @@ async fn ok(e: &Engine, id: &str, payload: Value) -> Value {
 async fn a_turn_survives_a_restart_and_reverts_all_or_nothing() {
     let engine = Engine::start().await;
     let dir = tempfile::TempDir::new().unwrap();
-    let root = dir.path().join("proj");
-    std::fs::create_dir_all(&root).unwrap();
-    let root = root.canonicalize().unwrap();
-    let seed = dir.path().join("seed.yaml");
     // turns.data_dir stays relative: it is anchored at the state home,
     // never at the worker's cwd (here the project itself)
-    std::fs::write(&seed, format!("fs:\n  host_roots: [{}]\n", root.display())).unwrap();
+    let (root, seed) = project(dir.path());
     let cwd = root.clone();
     let state = dir.path().join("state");
     let mut ide = start(&engine, &seed, &cwd, &state);
@@ -159,11 +166,7 @@ async fn a_turn_survives_a_restart_and_reverts_all_or_nothing() {
 async fn ide_call_beside_the_served_worker_shares_one_journal() {
     let engine = Engine::start().await;
     let dir = tempfile::TempDir::new().unwrap();
-    let root = dir.path().join("proj");
-    std::fs::create_dir_all(&root).unwrap();
-    let root = root.canonicalize().unwrap();
-    let seed = dir.path().join("seed.yaml");
-    std::fs::write(&seed, format!("fs:\n  host_roots: [{}]\n", root.display())).unwrap();
+    let (root, seed) = project(dir.path());
     let worker = dir.path().join("worker");
     std::fs::create_dir(&worker).unwrap();
     let state = dir.path().join("state");

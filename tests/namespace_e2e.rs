@@ -77,18 +77,36 @@ struct Host {
 }
 
 fn host(engine: &Engine, dir: &Path, label: &str) -> Host {
-    let root = dir.join(format!("root-{label}"));
-    std::fs::create_dir_all(&root).unwrap();
-    let root = root.canonicalize().unwrap();
     let ns = unique_name(&format!("host-{label}"));
     let entry = format!("{ns}-ide");
-    let seed = dir.join(format!("seed-{label}.yaml"));
+    let (root, ide) = serve_in(engine, dir, &ns, &format!("ide-{label}"), &entry);
+    Host {
+        ns,
+        entry,
+        root,
+        ide,
+    }
+}
+
+/// An ide serving namespace `ns` as worker `name` with configuration entry
+/// `entry`, jailed to a fresh root of its own (returned, canonical).
+fn serve_in(
+    engine: &Engine,
+    dir: &Path,
+    ns: &str,
+    name: &str,
+    entry: &str,
+) -> (PathBuf, IdeProcess) {
+    let root = dir.join(format!("root-{name}"));
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.canonicalize().unwrap();
+    let seed = dir.join(format!("seed-{name}.yaml"));
     std::fs::write(
         &seed,
         format!(
             "fs:\n  allow_unjailed: false\n  host_roots: [{}]\nturns:\n  data_dir: {}\n",
             root.display(),
-            dir.join(format!("turns-{label}")).display()
+            dir.join(format!("turns-{name}")).display()
         ),
     )
     .unwrap();
@@ -96,17 +114,12 @@ fn host(engine: &Engine, dir: &Path, label: &str) -> Host {
         &["--url", &engine.url(), "--config", seed.to_str().unwrap()],
         &[
             ("RUST_LOG", "info"),
-            ("III_NAMESPACE", ns.as_str()),
-            ("III_WORKER_NAME", &format!("ide-{label}")),
-            ("III_CONFIG_NAME", entry.as_str()),
+            ("III_NAMESPACE", ns),
+            ("III_WORKER_NAME", name),
+            ("III_CONFIG_NAME", entry),
         ],
     );
-    Host {
-        ns,
-        entry,
-        root,
-        ide,
-    }
+    (root, ide)
 }
 
 /// A function in `iii`'s namespace that forwards what it is called with.
@@ -293,28 +306,7 @@ async fn two_hosts_on_one_engine_are_routed_bound_and_configured_by_namespace() 
 
 /// A second ide started in `ns` as `name`, jailed to its own root.
 fn intruder(engine: &Engine, dir: &Path, ns: &str, name: &str) -> IdeProcess {
-    let root = dir.join(format!("root-{name}"));
-    std::fs::create_dir_all(&root).unwrap();
-    let seed = dir.join(format!("seed-{name}.yaml"));
-    std::fs::write(
-        &seed,
-        format!(
-            "fs:\n  allow_unjailed: false\n  host_roots: [{}]\nturns:\n  data_dir: {}\n",
-            root.display(),
-            dir.join(format!("turns-{name}")).display()
-        ),
-    )
-    .unwrap();
-    let entry = format!("{ns}-{name}");
-    IdeProcess::spawn(
-        &["--url", &engine.url(), "--config", seed.to_str().unwrap()],
-        &[
-            ("RUST_LOG", "info"),
-            ("III_NAMESPACE", ns),
-            ("III_WORKER_NAME", name),
-            ("III_CONFIG_NAME", entry.as_str()),
-        ],
-    )
+    serve_in(engine, dir, ns, name, &format!("{ns}-{name}")).1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,10 +337,9 @@ async fn a_second_ide_in_one_namespace_stops_loudly_and_the_first_keeps_serving(
 
     // The same worker name in the same namespace: refused by the engine.
     let mut twin = intruder(&engine, dir.path(), &a.ns, "ide-a");
-    let status = twin
-        .wait_exit(WAIT)
-        .await
-        .expect("the same-named ide stops");
+    let Some(status) = twin.wait_exit(WAIT).await else {
+        panic!("the same-named ide stops: {}", twin.logs())
+    };
     assert!(!status.success(), "{}", twin.logs());
     assert!(twin.logs().contains("III_WORKER_NAME"), "{}", twin.logs());
 
@@ -372,7 +363,13 @@ async fn a_console_in_the_default_namespace_drives_a_terminal_on_another_host() 
     let console = client(&engine, None);
     let target = format!("iii::ide-ui::pty-output::console-{}", unique_name("tab"));
     let mut frames = sink(&console, &target);
-    eventually(&console, &a.ns, "coder::info", json!({})).await;
+    // every function registered (coder::info answering says only that the
+    // first one is)
+    assert!(
+        a.ide.wait_for_log("ide serving", WAIT).await,
+        "{}",
+        a.ide.logs()
+    );
     let open = call(
         &console,
         &a.ns,
@@ -411,5 +408,45 @@ async fn a_console_in_the_default_namespace_drives_a_terminal_on_another_host() 
     )
     .await
     .expect("close");
+    drop(a);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_function_is_served_in_a_non_default_namespace() {
+    if support::harness::real_engine_binary().is_none() {
+        eprintln!("namespace e2e: needs the real engine (IDE_TEST_ENGINE); skipped");
+        return;
+    }
+    let engine = Engine::start().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let a = host(&engine, dir.path(), "a");
+    let outside = client(&engine, None);
+    assert!(
+        a.ide.wait_for_log("ide serving", WAIT).await,
+        "{}",
+        a.ide.logs()
+    );
+    let catalog = ide::catalog::Catalog::standard();
+    let mut reached = 0;
+    for f in catalog.iter() {
+        // An empty request: ide answers each one, with its result or its
+        // own {code, message} (never the engine's "not found").
+        let answer = call(&outside, &a.ns, f.id, json!({})).await;
+        if let Err(e) = &answer {
+            assert!(
+                !e.contains("not found in namespace") && !e.contains("function_not_found"),
+                "{} is not served in {}: {e}",
+                f.id,
+                a.ns
+            );
+            assert!(
+                e.contains("(S2") || e.contains("(C2") || e.contains("(I2"),
+                "{} answered with something other than ide's error: {e}",
+                f.id
+            );
+        }
+        reached += 1;
+    }
+    assert!(reached >= 45, "{reached} functions");
     drop(a);
 }

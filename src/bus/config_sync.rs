@@ -134,6 +134,11 @@ pub async fn confirm(
             Ok(v) => return Ok(v),
             Err(Attempt::Fatal(msg)) => return Err(ServeError::Config(msg)),
             Err(Attempt::Retry(msg)) => {
+                // the engine may refuse the worker itself after it seemed
+                // registered (a worker-name conflict): no retry can help
+                if let Some(stop) = super::ownership::fatal(iii) {
+                    return Err(stop);
+                }
                 if !logged {
                     tracing::error!(
                         error = %msg,

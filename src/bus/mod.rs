@@ -288,6 +288,13 @@ struct SdkOutbound {
     main: tokio::runtime::Handle,
 }
 
+/// A call of `function_id` that waits at most `timeout_ms` (None: the SDK's).
+fn request(function_id: &str, payload: Value, timeout_ms: Option<u64>) -> TriggerRequest {
+    let mut req = TriggerRequest::new(function_id, payload);
+    req.timeout_ms = timeout_ms;
+    req
+}
+
 impl SdkOutbound {
     /// Send a call and keep the remote `{code, message}` of a failure.
     async fn send(
@@ -321,8 +328,7 @@ impl Outbound for SdkOutbound {
         payload: Value,
         timeout_ms: Option<u64>,
     ) -> Result<Value, WireError> {
-        let mut req = TriggerRequest::new(function_id, payload);
-        req.timeout_ms = timeout_ms;
+        let req = request(function_id, payload, timeout_ms);
         self.send(req, function_id, timeout_ms).await
     }
 
@@ -343,10 +349,8 @@ impl Outbound for SdkOutbound {
         payload: Value,
         timeout_ms: Option<u64>,
     ) -> Result<Value, WireError> {
-        let mut req = TriggerRequest::new(function_id, payload);
-        req.timeout_ms = timeout_ms;
-        self.send(req.namespace(namespace), function_id, timeout_ms)
-            .await
+        let req = request(function_id, payload, timeout_ms).namespace(namespace);
+        self.send(req, function_id, timeout_ms).await
     }
 
     fn fire(&self, binding: &Binding, payload: Value) {

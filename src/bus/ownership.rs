@@ -110,7 +110,7 @@ fn conflict(iii: &IIIClient, taken: &[(String, String)]) -> ServeError {
 
 /// A fatal rejection the SDK recorded (a worker-name conflict, possibly
 /// after a reconnect), as the stop error.
-pub fn fatal(iii: &IIIClient) -> Option<ServeError> {
+pub(super) fn fatal(iii: &IIIClient) -> Option<ServeError> {
     iii.fatal_error().map(|e| {
         ServeError::Rejected(format!(
             "the engine rejected this worker: {e}; another worker named '{}' already serves this \
