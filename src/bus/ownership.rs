@@ -69,14 +69,81 @@ fn owners_other_than(answer: &Value, me: &str) -> Vec<(String, String)> {
 /// Check that this worker serves its own functions: the stop error when
 /// another worker in the namespace owns them. An engine that cannot answer
 /// the question (one without `engine::functions::info`) is not a conflict.
+///
+/// The engine names a function's owner from its worker registry and, for
+/// a function it cannot attribute yet, falls back to the id's first segment
+/// (`shell::turns::list` -> `shell`). Right after a reconnect the SDK
+/// re-registers in the background, so some of ide's own functions briefly
+/// read as owned by such a made-up name. Only an owner that is a connected
+/// worker of this namespace is a conflict; an unattributed one is asked
+/// again until it resolves (or, after [`SETTLE`], taken as not a conflict).
 pub async fn check(iii: &IIIClient, ids: &[String]) -> Result<(), ServeError> {
-    match foreign_owners(iii, ids).await {
-        Ok(taken) if taken.is_empty() => Ok(()),
-        Ok(taken) => Err(conflict(iii, &taken)),
-        Err(e) => {
-            tracing::info!(error = %e, "cannot ask the engine who serves ide's functions; not checked");
-            Ok(())
+    let started = std::time::Instant::now();
+    loop {
+        let taken = match foreign_owners(iii, ids).await {
+            Ok(taken) => taken,
+            Err(e) => {
+                tracing::info!(error = %e, "cannot ask the engine who serves ide's functions; not checked");
+                return Ok(());
+            }
+        };
+        if taken.is_empty() {
+            return Ok(());
         }
+        let live = connected_workers(iii).await;
+        let (real, unattributed): (Vec<_>, Vec<_>) = taken
+            .into_iter()
+            .partition(|(f, owner)| is_real_owner(f, owner, live.as_deref()));
+        if !real.is_empty() {
+            return Err(conflict(iii, &real));
+        }
+        if started.elapsed() >= SETTLE {
+            tracing::debug!(
+                functions = unattributed.len(),
+                "the engine does not attribute some of ide's functions to a worker yet; not a conflict"
+            );
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// How long an unattributed owner is asked about again.
+const SETTLE: Duration = Duration::from_secs(5);
+
+/// Names of the workers connected in this worker's namespace, `None` when
+/// the engine cannot list them.
+async fn connected_workers(iii: &IIIClient) -> Option<Vec<String>> {
+    let namespace = iii
+        .namespace()
+        .unwrap_or_else(|| crate::ports::DEFAULT_NAMESPACE.to_string());
+    let mut req = TriggerRequest::new("engine::workers::list", json!({}));
+    req.timeout_ms = Some(Duration::from_secs(10).as_millis() as u64);
+    let answer = iii.trigger(req).await.ok()?;
+    Some(workers_in(&answer, &namespace))
+}
+
+fn workers_in(answer: &Value, namespace: &str) -> Vec<String> {
+    answer["workers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|w| {
+            w["namespace"]
+                .as_str()
+                .unwrap_or(crate::ports::DEFAULT_NAMESPACE)
+                == namespace
+        })
+        .filter_map(|w| w["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Whether `owner` of `function` names a worker rather than the engine's
+/// fallback. Without a worker list, only a name that is not the fallback.
+fn is_real_owner(function: &str, owner: &str, live: Option<&[String]>) -> bool {
+    match live {
+        Some(names) => names.iter().any(|n| n == owner),
+        None => function.split("::").next() != Some(owner),
     }
 }
 
@@ -136,5 +203,24 @@ mod tests {
             vec![("shell::exec".to_string(), "ide-b".to_string())]
         );
         assert!(owners_other_than(&json!({}), "ide").is_empty());
+    }
+
+    #[test]
+    fn an_owner_the_engine_made_up_from_the_id_is_not_a_conflict() {
+        let list = json!({"workers": [
+            {"name": "ide", "namespace": "default"},
+            {"name": "ide-b", "namespace": "a"},
+            {"name": "nameless-ns"},
+        ]});
+        let live = workers_in(&list, "default");
+        assert_eq!(live, vec!["ide".to_string(), "nameless-ns".to_string()]);
+        // the fallback `shell` for shell::turns::list is no connected worker
+        assert!(!is_real_owner("shell::turns::list", "shell", Some(&live)));
+        assert!(is_real_owner("shell::exec", "ide", Some(&live)));
+        // ide-b lives in another namespace
+        assert!(!is_real_owner("shell::exec", "ide-b", Some(&live)));
+        // without a list: only the fallback name is doubted
+        assert!(!is_real_owner("shell::exec", "shell", None));
+        assert!(is_real_owner("shell::exec", "ide-b", None));
     }
 }
