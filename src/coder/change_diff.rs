@@ -52,6 +52,21 @@ pub struct ChangeDiffOutput {
     /// The unified diff was longer than `max_diff_bytes` and was cut at a line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff_truncated: Option<bool>,
+    /// What the change did (`created`, `modified`, `deleted`, `moved`), so
+    /// a viewer labels an edit as an edit.
+    pub kind: ChangeKind,
+    /// The source of a move.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_path: Option<String>,
+    /// The function that made the change (`coder::update-file`, ...).
+    pub function_id: String,
+    /// The caller's `session_id`, when the call carried one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The turn the change belongs to (the request's `turn_id`, else the change's own id).
+    pub turn_id: String,
+    /// When it happened, Unix epoch milliseconds.
+    pub time_ms: u64,
 }
 
 pub fn def() -> FunctionDef {
@@ -114,21 +129,37 @@ fn change_diff(ctx: &Ctx, req: &ChangeDiffInput) -> Result<ChangeDiffOutput, Fai
         };
         return Ok(ChangeDiffOutput {
             is_binary: old.is_none(),
-            path: r.path,
             old_contents: None,
             new_contents: None,
             diff,
             diff_truncated: cut,
+            ..about(r)
         });
     }
     Ok(ChangeDiffOutput {
-        path: r.path,
         is_binary: old.is_none(),
         old_contents: old,
         new_contents: new,
+        ..about(r)
+    })
+}
+
+/// The answer's account of the change itself (bodies left empty).
+fn about(r: crate::journal::ChangeRecord) -> ChangeDiffOutput {
+    ChangeDiffOutput {
+        path: r.path,
+        old_contents: None,
+        new_contents: None,
+        is_binary: false,
         diff: None,
         diff_truncated: None,
-    })
+        kind: r.kind,
+        from_path: r.from_path,
+        function_id: r.function_id,
+        session_id: r.session_id,
+        turn_id: r.turn_id,
+        time_ms: r.time_ms,
+    }
 }
 
 /// How a unified diff names the file: relative to the allowed root that

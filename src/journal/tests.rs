@@ -94,6 +94,22 @@ async fn a_turn_is_listed_diffed_byte_exact_and_reverted_both_ways() {
     let d = diff(&j, &c1).await;
     assert_eq!(d["old_contents"], "");
     assert_eq!(d["new_contents"], "\u{feff}one\r\ntwo\r\n");
+    // and say what happened, by whom
+    assert_eq!(d["kind"], "created");
+    assert_eq!(d["function_id"], "coder::create-file");
+    assert_eq!(d["session_id"], "s1");
+    assert_eq!(d["turn_id"], "turn-1");
+    assert!(d["time_ms"].as_u64().unwrap() > 0);
+    assert!(d.get("from_path").is_none());
+    let d = diff(&j, &c2).await;
+    assert_eq!(
+        (d["kind"].as_str(), d["function_id"].as_str()),
+        (Some("modified"), Some("coder::update-file"))
+    );
+    let d = diff(&j, &c4).await;
+    assert_eq!(d["kind"], "moved");
+    assert!(d["from_path"].as_str().unwrap().ends_with("/a.txt"), "{d}");
+    assert!(d["path"].as_str().unwrap().ends_with("/b/a.txt"), "{d}");
 
     // revert the turn: the file is gone from b/ and a.txt does not exist
     // (it was created in the turn)
