@@ -125,7 +125,7 @@ export function themeFor(dark) {
 /**
  * Everything an editor tab carries; the compartments let the page swap the
  * language, theme and read-only flag without rebuilding the state.
- * @param {{path: string, dark: boolean, readOnly: boolean, eol?: string | null, onSave: () => void, onChange: (doc: string) => void}} o
+ * @param {{path: string, dark: boolean, readOnly: boolean, eol?: any, onSave: () => void, onChange: (state: EditorState) => void}} o
  */
 export function editorExtensions(o) {
   const language = new Compartment();
@@ -162,13 +162,13 @@ export function editorExtensions(o) {
       ...foldKeymap,
       indentWithTab,
     ]),
-    // "\r\n" files stay "\r\n" (by default the editor joins lines with "\n")
-    o.eol ? EditorState.lineSeparator.of(o.eol) : [],
+    // the BOM and each line's own terminator (eol.js): a save writes back every untouched byte
+    o.eol ?? [],
     language.of(languageFor(o.path)),
     theme.of(themeFor(o.dark)),
     readOnly.of(readOnlyExt(o.readOnly)),
     EditorView.updateListener.of((u) => {
-      if (u.docChanged) o.onChange(u.state.sliceDoc()); // sliceDoc joins with the line separator, toString with "\n"
+      if (u.docChanged) o.onChange(u.state);
     }),
   ];
   return { extensions, language, theme, readOnly };

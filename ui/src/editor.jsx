@@ -6,6 +6,7 @@
 import { useEffect, useRef } from "react";
 import { EditorView, EditorState, editorExtensions, mergeView, themeFor, readOnlyExt } from "./codemirror.js";
 import { Banner, ErrorLine } from "./ui.jsx";
+import { eolFor, fileText, replaceWith } from "./eol.js";
 
 /** Editor states of open tabs, by path (the tab model keeps text; this keeps history). */
 const states = new Map();
@@ -71,16 +72,22 @@ export function EditorPane({ ctx, tab }) {
           </span>
         </Banner>
       )}
-      {!tab.conflict && tab.changedOnDisk && (
+      {!tab.conflict && tab.changedOnDisk?.deleted && (
+        <Banner kind="warn">
+          <span data-testid="changed-on-disk">Deleted on disk. Your edits are kept in this tab.</span>
+        </Banner>
+      )}
+      {!tab.conflict && tab.changedOnDisk && !tab.changedOnDisk.deleted && (
         <Banner
           kind="warn"
           actions={[
-            { label: "Reload", onClick: () => ctx.resolve(tab.path, "reload") },
-            { label: "Compare", onClick: () => ctx.resolve(tab.path, "compare") },
+            { label: "Keep mine", onClick: () => ctx.tabs.keepMine(tab.path) },
+            { label: "Take theirs", onClick: () => ctx.tabs.reload(tab.path, /** @type {any} */ (tab.changedOnDisk)) },
           ]}
         >
           <span data-testid="changed-on-disk">
-            {tab.changedOnDisk.deleted ? "Deleted on disk." : "Changed on disk."} Your edits are kept; saving will ask before it overwrites.
+            Changed on disk while you have unsaved edits ({lineDelta(tab.changedOnDisk.mine ?? tab.buffer, tab.changedOnDisk.content)}). Below: yours against the
+            disk. Keep mine: the next save replaces the disk&apos;s version. Take theirs: your edits are dropped.
           </span>
         </Banner>
       )}
@@ -98,8 +105,33 @@ export function EditorPane({ ctx, tab }) {
       ) : (
         <CodeEditor ctx={ctx} tab={tab} />
       )}
+      {!tab.compare && !tab.conflict && tab.changedOnDisk && !tab.changedOnDisk.deleted && (
+        <div className="ide-compare ide-theirs" data-testid="theirs-view">
+          <div className="ide-compare-head">
+            <span>Yours (unsaved)</span>
+            <span>On disk now</span>
+          </div>
+          <Merge a={tab.changedOnDisk.mine ?? tab.buffer} b={tab.changedOnDisk.content} path={tab.path} dark={ctx.dark} />
+        </div>
+      )}
     </div>
   );
+}
+
+/** "3 lines differ", roughly: lines of one side missing from the other. @param {string} a @param {string} b */
+function lineDelta(a, b) {
+  const count = (/** @type {string[]} */ xs) => {
+    const m = new Map();
+    for (const x of xs) m.set(x, (m.get(x) ?? 0) + 1);
+    return m;
+  };
+  const ma = count(a.split(/\r?\n/));
+  const mb = count(b.split(/\r?\n/));
+  let added = 0;
+  let removed = 0;
+  for (const [k, n] of mb) added += Math.max(0, n - (ma.get(k) ?? 0));
+  for (const [k, n] of ma) removed += Math.max(0, n - (mb.get(k) ?? 0));
+  return `disk: +${added} −${removed} lines`;
 }
 
 /** @param {{ctx: any, tab: import("./models/tabs.js").Tab}} props */
@@ -116,18 +148,19 @@ function CodeEditor({ ctx, tab }) {
     const path = tab.path;
     const cached = states.get(path);
     const reuse = cached && cached.replaced === tab.replaced;
+    const shaped = reuse ? null : eolFor(tab.buffer);
     const o = reuse
       ? cached.parts
       : editorExtensions({
           path,
           dark: ctx.dark,
           readOnly,
-          eol: tab.extra?.eol ?? null,
+          eol: shaped?.extension,
           onSave: () => ctx.save(path),
-          onChange: (doc) => ctx.tabs.edit(path, doc),
+          onChange: (s) => ctx.tabs.edit(path, fileText(s)),
         });
     parts.current = o;
-    const state = reuse ? cached.state : EditorState.create({ doc: tab.buffer, extensions: o.extensions });
+    const state = reuse ? cached.state : EditorState.create({ doc: shaped?.doc ?? "", extensions: o.extensions });
     const v = new EditorView({ state, parent: el });
     if (reuse) {
       v.dispatch({ effects: [o.theme.reconfigure(themeFor(ctx.dark)), o.readOnly.reconfigure(readOnlyExt(readOnly))] });
@@ -150,9 +183,7 @@ function CodeEditor({ ctx, tab }) {
     currentReplaced.current = tab.replaced;
     const v = view.current;
     if (!v) return;
-    if (v.state.sliceDoc() !== tab.buffer) {
-      v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: tab.buffer } });
-    }
+    if (fileText(v.state) !== tab.buffer) v.dispatch(replaceWith(v.state, tab.buffer));
   }, [tab.replaced]);
 
   useEffect(() => {

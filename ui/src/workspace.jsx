@@ -12,6 +12,8 @@ import { bottomPanes, sidePanes } from "./panes.jsx";
 import { storage } from "./storage.js";
 import { Button, ErrorLine } from "./ui.jsx";
 import { QuickOpen } from "./quickopen.jsx";
+import { describeShape, readShape } from "./models/shape.js";
+import { changeLabel } from "./models/turns.js";
 import { GitRepo } from "./ops/git.js";
 
 const PAGE_SIZE = 1000;
@@ -72,7 +74,8 @@ function statusText(root, active, tree) {
   const path = active.kind === "diff" ? active.extra?.path ?? active.path : active.path;
   const rel = relative(root, path) ?? path;
   if (active.kind === "diff") return `diff of ${rel}`;
-  return active.revision ? `${rel} · revision ${active.revision.slice(0, 12)}` : rel;
+  const shape = active.extra?.shape ? ` · ${active.extra.shape}` : "";
+  return active.revision ? `${rel}${shape} · revision ${active.revision.slice(0, 12)}` : rel;
 }
 
 /**
@@ -99,6 +102,10 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
   const ownWrites = useRef(/** @type {Map<string, number>} */ (new Map()));
   const pendingLine = useRef(/** @type {null | {path: string, line: number}} */ (null));
   const restored = useRef(false);
+  const seenChanges = useRef(/** @type {Set<string>} */ (new Set()));
+  const [follow, setFollow] = useState(() => storage.get("follow") === "true");
+  const followRef = useRef(follow);
+  followRef.current = follow;
 
   /** Read a file into its tab: text, read-only big text, hex or image. @param {string} path */
   const load = async (path) => {
@@ -148,8 +155,8 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
         content: text.content,
         revision: text.revision,
         note: big ? `Large file (${size(sniff.size)}), open read-only` : null,
-        // the editor writes lines back with the file's own separator, and a save keeps the mode
-        extra: { eol: text.content.includes("\r\n") ? "\r\n" : null, mode: text.mode },
+        // a save keeps the mode (and eol.js every byte the user did not touch)
+        extra: { mode: text.mode, shape: describeShape(readShape(text.content)) },
       });
     } catch (e) {
       tabs.failed(path, /** @type {any} */ (e));
@@ -229,15 +236,21 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     }
   };
 
-  /** "The last written file follows the writer into view as a diff."
+  /** A writer's change opens (or updates) its diff tab in the background, labelled by what it
+   * did and who did it; the active tab changes only when the user follows the writer.
    * @param {import("./app.js").ChangeEvent} e @param {string} abs */
   const followWriter = async (e, abs) => {
-    const id = `diff:${abs}`;
+    const changeId = /** @type {string} */ (e.change_id);
+    // a move is two events (the source gone, the destination created) of one change
+    if (seenChanges.current.has(changeId)) return;
+    seenChanges.current.add(changeId);
+    if (seenChanges.current.size > 4096) seenChanges.current.delete(seenChanges.current.values().next().value);
     try {
-      const d = await api.changeDiff(/** @type {string} */ (e.change_id));
-      const note = `${e.kind === "created" ? "Created" : "Changed"} by a writer${d.is_binary ? " (binary: no text diff)" : ""}`;
-      tabs.open(id, "diff");
-      tabs.loaded(id, { kind: "diff", content: "", revision: null, note, extra: { path: abs, old: d.old_contents ?? "", new: d.new_contents ?? "", change_id: e.change_id } });
+      const d = await api.changeDiff(changeId);
+      const path = typeof d.path === "string" ? d.path : abs;
+      const note = changeLabel(d, (p) => relative(root, p) ?? p);
+      const extra = { path, old: d.old_contents ?? "", new: d.new_contents ?? "", change_id: changeId, kind: d.kind ?? e.kind, time_ms: d.time_ms ?? Date.now() };
+      tabs.writerChange(`diff:${path}`, { note, extra }, { follow: followRef.current });
     } catch (err) {
       setNotice(err);
     }
@@ -286,7 +299,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
       }
       const own = ownWrites.current.get(abs);
       const mine = own !== undefined && Date.now() - own < OWN_WRITE_MS;
-      if (e.change_id && !mine && e.kind !== "deleted" && stealsView(e.path)) followWriter(e, abs);
+      if (e.change_id && !mine && stealsView(e.path)) followWriter(e, abs);
     });
     const offReconnect = app.onReconnect(() => {
       for (const d of tree.listings.keys()) tree.load(d);
@@ -308,6 +321,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
   }, [root, tree, tabs, tabs.version, treeVersion]);
 
   useEffect(() => storage.set("pane", pane), [pane]);
+  useEffect(() => storage.set("follow", String(follow)), [follow]);
   useEffect(() => storage.set("bottom", bottom), [bottom]);
 
   useEffect(() => {
@@ -323,6 +337,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
   }, []);
 
   const active = tabs.active ? tabs.get(tabs.active) : null;
+  const unseen = tabs.unseen();
   const ctx = {
     app,
     api,
@@ -363,6 +378,15 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
         <Button host={host} small onClick={() => setQuickOpen(true)} title="Quick open (Ctrl+P)">
           Go to file…
         </Button>
+        <label className="ide-follow" title="Show each change a writer (an agent, another tab) makes as it happens, instead of opening it in the background">
+          <input type="checkbox" data-testid="follow" checked={follow} onChange={(e) => setFollow(e.currentTarget.checked)} />
+          Follow the agent
+        </label>
+        {unseen > 0 && (
+          <Button host={host} small onClick={() => tabs.activate(/** @type {string} */ (tabs.nextUnseen()))} title="Show the latest change you have not looked at">
+            <span data-testid="unseen">{unseen === 1 ? "1 new change" : `${unseen} new changes`}</span>
+          </Button>
+        )}
         {active?.kind === "text" && (
           <Button host={host} small primary disabled={!active.dirty || active.saving} onClick={() => save(active.path)}>
             {active.saving ? "Saving…" : "Save"}
@@ -395,6 +419,11 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
               >
                 {t.kind === "diff" ? `Δ ${basename(t.path.slice(5))}` : basename(t.path)}
                 {t.dirty && <span className="ide-dot">●</span>}
+                {t.unseen > 0 && (
+                  <span className="ide-badge agent" data-unseen={t.unseen} title={`${t.unseen} change${t.unseen === 1 ? "" : "s"} you have not looked at`}>
+                    {t.unseen}
+                  </span>
+                )}
                 {t.changedOnDisk && <span className="ide-badge warn">disk</span>}
                 <button
                   className="ide-close"

@@ -14,14 +14,16 @@
  *   buffer: string,
  *   dirty: boolean,
  *   replaced: number,
- *   changedOnDisk: null | {content: string, revision: string | null, deleted?: boolean},
+ *   changedOnDisk: null | {content: string, revision: string | null, deleted?: boolean, mine?: string},
  *   conflict: null | {error: WireError},
  *   compare: null | {mine: string, disk: string, diskRevision: string | null},
  *   saving: boolean,
  *   error: WireError | null,
  *   note: string | null,
  *   extra: any,
+ *   unseen: number,
  * }} Tab
+ * `unseen`: changes a writer made to this (diff) tab since the user last looked at it.
  */
 
 export class TabsModel {
@@ -57,6 +59,7 @@ export class TabsModel {
     const existing = this.get(path);
     this.active = path;
     if (existing) {
+      existing.unseen = 0;
       this.changed();
       return false;
     }
@@ -76,9 +79,40 @@ export class TabsModel {
       error: null,
       note: null,
       extra: null,
+      unseen: 0,
     });
     this.changed();
     return true;
+  }
+
+  /**
+   * A writer's change, as a diff tab opened or updated in the background:
+   * the active tab stays (unless `follow`), the tab counts what the user has
+   * not seen yet. @param {string} id
+   * @param {{note: string, extra: any}} r @param {{follow: boolean}} o
+   */
+  writerChange(id, r, o) {
+    const had = this.active;
+    const before = this.get(id)?.unseen ?? 0;
+    this.open(id, "diff");
+    // nothing open: the diff takes no view away
+    if (!o.follow && had && had !== id) this.active = had;
+    this.loaded(id, { kind: "diff", content: "", revision: null, note: r.note, extra: r.extra });
+    const t = /** @type {Tab} */ (this.get(id));
+    t.unseen = this.active === id ? 0 : before + 1;
+    this.changed();
+  }
+
+  /** Writer changes not looked at yet, over all tabs. */
+  unseen() {
+    return this.tabs.reduce((n, t) => n + t.unseen, 0);
+  }
+
+  /** The tab with unseen changes the user should look at next (the last one changed). */
+  nextUnseen() {
+    let best = /** @type {Tab | null} */ (null);
+    for (const t of this.tabs) if (t.unseen > 0 && (!best || (t.extra?.time_ms ?? 0) >= (best.extra?.time_ms ?? 0))) best = t;
+    return best?.path ?? null;
   }
 
   /** @param {string} path */
@@ -92,8 +126,10 @@ export class TabsModel {
 
   /** @param {string} path */
   activate(path) {
-    if (this.get(path)) {
+    const t = this.get(path);
+    if (t) {
       this.active = path;
+      t.unseen = 0;
       this.changed();
     }
   }
@@ -185,9 +221,25 @@ export class TabsModel {
       this.changed();
       return "followed";
     }
-    t.changedOnDisk = { content: disk.content, revision: disk.revision };
+    t.changedOnDisk = { content: disk.content, revision: disk.revision, mine: t.buffer };
     this.changed();
     return "kept";
+  }
+
+  /**
+   * The disk moved under unsaved edits and the user keeps theirs: the next
+   * save replaces exactly the disk's version the user has now seen (and is
+   * a conflict again if the disk moves once more). @param {string} path
+   */
+  keepMine(path) {
+    return this.update(path, (t) => {
+      const disk = t.changedOnDisk;
+      if (!disk || disk.deleted) return;
+      t.revision = disk.revision;
+      t.base = disk.content;
+      t.dirty = t.buffer !== disk.content;
+      t.changedOnDisk = null;
+    });
   }
 
   /** The revision a save of this tab must name, and the content to write. @param {string} path */

@@ -40,6 +40,28 @@ export function stepText(s) {
   return `${s.action} ${s.path}`;
 }
 
+/**
+ * What a change did and who did it, for a diff tab's banner: "Edited by
+ * coder::update-file · session agent-1", "Moved from src/a.rs by coder::move".
+ * @param {{kind?: string, from_path?: string | null, function_id?: string, session_id?: string | null, is_binary?: boolean}} d
+ * @param {(abs: string) => string} rel how a path is shown
+ */
+export function changeLabel(d, rel) {
+  const verb =
+    d.kind === "created"
+      ? "Created"
+      : d.kind === "deleted"
+        ? "Deleted"
+        : d.kind === "moved"
+          ? `Moved${d.from_path ? ` from ${rel(d.from_path)}` : ""}`
+          : d.kind === "modified"
+            ? "Edited"
+            : "Changed";
+  const who = d.function_id ? ` by ${d.function_id}` : "";
+  const session = d.session_id ? ` · session ${d.session_id}` : "";
+  return `${verb}${who}${session}${d.is_binary ? " (binary: no text diff)" : ""}`;
+}
+
 /** @param {string | null | undefined} r */
 export const shortRev = (r) => (r ? r.slice(0, 12) : "absent");
 

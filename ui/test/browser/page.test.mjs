@@ -130,22 +130,141 @@ describe("the ide console page", () => {
     assert.equal(await page.locator('[data-testid="changed-on-disk"]').count(), 0);
   });
 
-  test("a file created by coder::create-file elsewhere appears within 1 s and its diff opens", async () => {
+  test("a file created by coder::create-file elsewhere appears within 1 s; its diff opens in the background", async () => {
     const fresh = join(root, "src/fresh.rs");
     const t0 = Date.now();
-    const out = await b.outside("coder::create-file", { files: [{ path: fresh, content: "pub const FRESH: u32 = 7;\n" }] });
+    const out = await b.outside("coder::create-file", { files: [{ path: fresh, content: "pub const FRESH: u32 = 7;\n" }], session_id: "agent-1" });
     assert.equal(out.results[0].success, true, JSON.stringify(out));
     await row(page, fresh).waitFor({ timeout: 1000 - Math.min(Date.now() - t0, 999) });
     const appeared = Date.now() - t0;
     assert.ok(appeared <= 1000, `appeared after ${appeared} ms`);
+    // the user's file stays in view; the change waits in its own tab, counted
+    const tab = page.locator(`.ide-tab[data-path="diff:${fresh}"]`);
+    await tab.locator('.ide-badge.agent[data-unseen="1"]').waitFor(T);
+    await page.locator(`.ide-tab.active[data-path="${main}"]`).waitFor(T);
+    assert.equal(await page.locator('[data-testid="unseen"]').textContent(), "1 new change");
+    await page.locator('[data-testid="unseen"]').click();
     const diff = page.locator(`[data-testid="diff-view"][data-path="${fresh}"]`);
     await diff.locator(".cm-mergeView", { hasText: "FRESH" }).waitFor(T);
+    assert.match(await diff.locator(".ide-banner").textContent(), /Created by coder::create-file · session agent-1/);
+    assert.equal(await page.locator('[data-testid="unseen"]').count(), 0, "looked at");
     await screenshot(page, "diff-light");
-    // noise never steals the view
+    // noise never opens a tab
     await b.outside("coder::create-file", { files: [{ path: join(root, "target/debug/out.rs"), content: "noise\n", parents: true }] });
     await b.outside("coder::create-file", { files: [{ path: join(root, "src/after.rs"), content: "// after\n" }] });
-    await page.locator(`[data-testid="diff-view"][data-path="${join(root, "src/after.rs")}"]`).waitFor(T);
+    await page.locator(`.ide-tab[data-path="diff:${join(root, "src/after.rs")}"]`).waitFor(T);
     assert.equal(await page.locator(`.ide-tab[data-path="diff:${join(root, "target/debug/out.rs")}"]`).count(), 0);
+    await row(page, main).click();
+  });
+
+  test("an agent's edits never take the view; each is labelled by what it did; follow shows them", async () => {
+    await row(page, main).click();
+    await page.locator(`.ide-tab.active[data-path="${main}"]`).waitFor(T);
+    const before = await page.locator(`[data-testid="editor"][data-path="${main}"] .cm-content`).textContent();
+    // an edit of an existing file, then a move, by an agent session
+    const fresh = join(root, "src/fresh.rs");
+    const upd = await b.outside("coder::update-file", {
+      files: [{ path: fresh, ops: [{ op: "replace", pattern: "7", replacement: "8" }] }],
+      session_id: "agent-1",
+    });
+    assert.equal(upd.results[0].success, true, JSON.stringify(upd));
+    const edited = page.locator(`.ide-tab[data-path="diff:${fresh}"]`);
+    await edited.locator(".ide-badge.agent").waitFor(T);
+    const moved = join(root, "src/moved.rs");
+    await b.outside("coder::move", { files: [{ from: join(root, "src/after.rs"), to: moved }], session_id: "agent-1" });
+    await page.locator(`.ide-tab[data-path="diff:${moved}"] .ide-badge.agent`).waitFor(T);
+    // still the user's file, untouched, in view
+    await page.locator(`.ide-tab.active[data-path="${main}"]`).waitFor(T);
+    assert.equal(await page.locator(`[data-testid="editor"][data-path="${main}"] .cm-content`).textContent(), before);
+    await screenshot(page, "agent-background-light");
+    await edited.click();
+    const banner = page.locator(`[data-testid="diff-view"][data-path="${fresh}"] .ide-banner`);
+    await banner.waitFor(T);
+    assert.match(await banner.textContent(), /^Edited by coder::update-file · session agent-1/);
+    await page.locator(`.ide-tab[data-path="diff:${moved}"]`).click();
+    assert.match(await page.locator(`[data-testid="diff-view"][data-path="${moved}"] .ide-banner`).textContent(), /^Moved from src\/after\.rs by coder::move/);
+    // following the agent: its next change becomes the active tab
+    await row(page, main).click();
+    await page.locator('[data-testid="follow"]').check();
+    await b.outside("coder::update-file", { files: [{ path: moved, ops: [{ op: "edit", old_text: "// after\n", new_text: "// after\n// more\n" }] }], session_id: "agent-1" });
+    await page.locator(`.ide-tab.active[data-path="diff:${moved}"]`).waitFor(T);
+    await page.locator(`[data-testid="diff-view"][data-path="${moved}"] .cm-mergeView`, { hasText: "// more" }).waitFor(T);
+    await page.locator('[data-testid="follow"]').uncheck();
+    for (const p of [moved, fresh, join(root, "src/after.rs")]) {
+      const t = page.locator(`.ide-tab[data-path="diff:${p}"] .ide-close`);
+      if (await t.count()) await t.click();
+    }
+    await row(page, main).click();
+  });
+
+  test("a save changes only the bytes the user typed: BOM, CRLF, no final newline, mixed endings", async () => {
+    /** [name, bytes on disk, bytes after the edit: " edited" at the end of line 2, Enter, "new line", "!" at the very end] */
+    const cases = [
+      ["bom.txt", "\uFEFFfirst\nsecond\nthird\n", "\uFEFFfirst\nsecond edited\nnew line\nthird\n!"],
+      ["crlf.txt", "one\r\ntwo\r\nthree\r\n", "one\r\ntwo edited\r\nnew line\r\nthree\r\n!"],
+      ["nofinal.txt", "alpha\nbeta\ngamma", "alpha\nbeta edited\nnew line\ngamma!"],
+      ["mixed.txt", "\uFEFFa\nb\r\nc\nd\re\n", "\uFEFFa\nb edited\nnew line\r\nc\nd\re\n!"],
+    ];
+    for (const [name, body] of cases) writeFileSync(join(root, name), body);
+    for (const [name, , want] of cases) {
+      const file = join(root, name);
+      await row(page, file).click();
+      const editor = page.locator(`[data-testid="editor"][data-path="${file}"]`);
+      await editor.locator(".cm-line").nth(1).waitFor(T);
+      if (name === "mixed.txt") await page.locator(".ide-status", { hasText: "UTF-8 with BOM · mixed line endings" }).waitFor(T);
+      await editor.locator(".cm-content").click();
+      await page.keyboard.press("Control+Home");
+      await page.keyboard.press("ArrowDown");
+      await page.keyboard.press("End");
+      await page.keyboard.type(" edited");
+      await page.keyboard.press("Enter");
+      await page.keyboard.type("new line");
+      await page.keyboard.press("Control+End");
+      await page.keyboard.type("!");
+      await page.keyboard.press("Control+s");
+      await page.locator(`.ide-tab[data-path="${file}"][data-dirty="false"]`).waitFor(T);
+      assert.deepEqual(readFileSync(file), Buffer.from(want, "utf8"), name);
+      await page.locator(`.ide-tab[data-path="${file}"] .ide-close`).click();
+    }
+  });
+
+  test("an outside edit to a file with unsaved edits shows the diff: keep mine, take theirs", async () => {
+    const file = join(root, "notes.txt");
+    writeFileSync(file, "line one\nline two\n");
+    await row(page, file).click();
+    const editor = page.locator(`[data-testid="editor"][data-path="${file}"]`);
+    await editor.locator(".cm-content", { hasText: "line two" }).waitFor(T);
+    await editor.locator(".cm-content").click();
+    await page.keyboard.press("Control+End");
+    await page.keyboard.type("mine\n");
+    await page.locator(`.ide-tab[data-path="${file}"][data-dirty="true"]`).waitFor(T);
+    await b.outside("coder::update-file", { files: [{ path: file, ops: [{ op: "replace", pattern: "line one", replacement: "LINE ONE (theirs)" }] }] });
+    // the editor keeps the user's text, and the diff says what the disk did
+    const theirs = page.locator('[data-testid="theirs-view"] .cm-mergeView', { hasText: "LINE ONE (theirs)" });
+    await theirs.waitFor(T);
+    assert.match(await editor.locator(".cm-content").textContent(), /mine/);
+    assert.match(await page.locator('[data-testid="changed-on-disk"]').textContent(), /\+1 −2 lines/);
+    await screenshot(page, "theirs-light");
+    // keep mine: the save replaces the version seen, nothing else
+    await page.getByRole("button", { name: "Keep mine" }).click();
+    assert.equal(await page.locator('[data-testid="theirs-view"]').count(), 0);
+    await editor.locator(".cm-content").click();
+    await page.keyboard.press("Control+s");
+    await page.locator(`.ide-tab[data-path="${file}"][data-dirty="false"]`).waitFor(T);
+    assert.equal(readFileSync(file, "utf8"), "line one\nline two\nmine\n");
+    // take theirs: the disk's text replaces the unsaved edits
+    await editor.locator(".cm-content").click();
+    await page.keyboard.press("Control+End");
+    await page.keyboard.type("dropped\n");
+    await page.locator(`.ide-tab[data-path="${file}"][data-dirty="true"]`).waitFor(T);
+    writeFileSync(file, "from a shell\n");
+    await page.locator('[data-testid="theirs-view"] .cm-mergeView', { hasText: "from a shell" }).waitFor(T);
+    await page.getByRole("button", { name: "Take theirs" }).click();
+    await page.locator(`.ide-tab[data-path="${file}"][data-dirty="false"]`).waitFor(T);
+    await editor.locator(".cm-content", { hasText: "from a shell" }).waitFor(T);
+    assert.doesNotMatch(await editor.locator(".cm-content").textContent(), /dropped/);
+    assert.equal(readFileSync(file, "utf8"), "from a shell\n");
+    await page.locator(`.ide-tab[data-path="${file}"] .ide-close`).click();
   });
 
   test("quick-open finds a file by fuzzy path", async () => {

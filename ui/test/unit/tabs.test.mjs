@@ -56,7 +56,7 @@ test("a clean buffer follows the disk; a dirty one keeps its edits and says so",
   t = m.get("/r/a.rs");
   assert.equal(t.buffer, "mine\n");
   assert.equal(t.revision, "r2", "the buffer still names what it was based on");
-  assert.deepEqual(t.changedOnDisk, { content: "theirs\n", revision: "r3" });
+  assert.deepEqual(t.changedOnDisk, { content: "theirs\n", revision: "r3", mine: "mine\n" });
   assert.equal(t.replaced, replaced, "the editor keeps the user's text");
   assert.equal(m.diskChanged("/r/a.rs", { content: "mine\n", revision: "r4" }), "followed", "the disk caught up with the buffer");
   t = m.get("/r/a.rs");
@@ -110,4 +110,49 @@ test("a file deleted on disk is reported, the buffer kept", () => {
   assert.equal(m.diskChanged("/r/a.rs", { deleted: true }), "kept");
   assert.equal(m.get("/r/a.rs").changedOnDisk.deleted, true);
   assert.equal(m.get("/r/a.rs").buffer, "one\n");
+});
+
+test("a writer's change opens or updates its diff tab in the background, counted; follow shows it", () => {
+  const m = opened();
+  const change = (/** @type {number} */ n) => ({ note: `Edited by coder::update-file`, extra: { path: "/r/b.rs", old: "", new: `v${n}`, time_ms: n } });
+  m.writerChange("diff:/r/b.rs", change(1), { follow: false });
+  assert.equal(m.active, "/r/a.rs", "the user's file stays in view");
+  assert.equal(m.get("diff:/r/b.rs").unseen, 1);
+  m.writerChange("diff:/r/b.rs", change(2), { follow: false });
+  m.writerChange("diff:/r/c.rs", { ...change(3), extra: { ...change(3).extra, path: "/r/c.rs" } }, { follow: false });
+  assert.equal(m.active, "/r/a.rs");
+  assert.equal(m.get("diff:/r/b.rs").extra.new, "v2", "the tab shows the latest change");
+  assert.equal(m.unseen(), 3);
+  assert.equal(m.nextUnseen(), "diff:/r/c.rs", "the last one changed first");
+  m.activate("diff:/r/c.rs");
+  assert.equal(m.unseen(), 2);
+  // opening it from anywhere counts as looking at it
+  m.open("diff:/r/b.rs", "diff");
+  assert.equal(m.unseen(), 0);
+  // following: the change becomes the active tab, nothing unseen
+  m.activate("/r/a.rs");
+  m.writerChange("diff:/r/b.rs", change(4), { follow: true });
+  assert.equal(m.active, "diff:/r/b.rs");
+  assert.equal(m.unseen(), 0);
+  // nothing open: the diff takes no view away and shows
+  const empty = new TabsModel();
+  empty.writerChange("diff:/r/b.rs", change(5), { follow: false });
+  assert.equal(empty.active, "diff:/r/b.rs");
+  assert.equal(empty.unseen(), 0);
+});
+
+test("keep mine: the unsaved edits stay and the next save replaces exactly the disk's version seen", () => {
+  const m = opened();
+  m.edit("/r/a.rs", "mine\n");
+  m.diskChanged("/r/a.rs", { content: "theirs\n", revision: "r3" });
+  m.keepMine("/r/a.rs");
+  const t = m.get("/r/a.rs");
+  assert.equal(t.changedOnDisk, null);
+  assert.equal(t.dirty, true);
+  assert.deepEqual(m.saveRequest("/r/a.rs"), { path: "/r/a.rs", content: "mine\n", expected_revision: "r3" });
+  // take theirs instead: the disk's text, clean
+  m.diskChanged("/r/a.rs", { content: "again\n", revision: "r4" });
+  m.reload("/r/a.rs", { content: "again\n", revision: "r4" });
+  assert.equal(m.get("/r/a.rs").buffer, "again\n");
+  assert.equal(m.get("/r/a.rs").dirty, false);
 });

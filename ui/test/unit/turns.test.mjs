@@ -130,3 +130,12 @@ test("a refresh that overlaps a load of older turns does not undo it, whichever 
   assert.equal(s.turns.length, 30);
   assert.equal(s.nextCursor, null);
 });
+
+test("a change is labelled by what happened and who did it", async () => {
+  const { changeLabel } = await import("../../src/models/turns.js");
+  const rel = (/** @type {string} */ p) => p.replace("/r/", "");
+  assert.equal(changeLabel({ kind: "modified", function_id: "coder::update-file", session_id: "agent-1" }, rel), "Edited by coder::update-file · session agent-1");
+  assert.equal(changeLabel({ kind: "created", function_id: "coder::create-file" }, rel), "Created by coder::create-file");
+  assert.equal(changeLabel({ kind: "moved", from_path: "/r/a.rs", function_id: "coder::move" }, rel), "Moved from a.rs by coder::move");
+  assert.equal(changeLabel({ kind: "deleted", function_id: "shell::fs::rm", is_binary: true }, rel), "Deleted by shell::fs::rm (binary: no text diff)");
+});
