@@ -339,6 +339,8 @@ impl Outbound for SdkOutbound {
                 .namespace()
                 .unwrap_or_else(|| crate::ports::DEFAULT_NAMESPACE.to_string()),
             worker_name: ownership::own_name(),
+            instance: crate::ports::instance().0.clone(),
+            started_ms: crate::ports::instance().1,
         })
     }
 

@@ -49,6 +49,9 @@ pub struct JobFinishedEvent {
     pub finished_at_ms: u64,
     // elapsed milliseconds, from a monotonic clock
     pub duration_ms: u64,
+    /// The signal that ended the process (`SIGKILL`, `SIGTERM`, ...); absent when it exited by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
 }
 
 /// Decode a binding config: an object (or null) whose only field is an

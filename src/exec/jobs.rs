@@ -88,6 +88,8 @@ struct State {
     duration_ms: u64,
     /// Why the job was killed or failed.
     reason: Option<String>,
+    /// The signal that ended the process (`SIGKILL`, ...).
+    signal: Option<String>,
 }
 
 /// One job record.
@@ -119,6 +121,8 @@ pub struct JobView {
     pub finished_at_ms: Option<u64>,
     pub duration_ms: u64,
     pub reason: Option<String>,
+    /// The signal that ended the process, by name (`SIGKILL`).
+    pub signal: Option<String>,
     /// Killed because it outlived `max_bg_timeout_ms`.
     pub timed_out: bool,
     pub stdout: String,
@@ -131,6 +135,13 @@ pub struct JobView {
 
 /// How the reason of a job killed by `max_bg_timeout_ms` starts.
 const TIMED_OUT_PREFIX: &str = "exceeded max_bg_timeout_ms";
+
+/// `SIGKILL` for 9; the number for a signal this platform does not name.
+pub fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {signal}"))
+}
 
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -183,6 +194,7 @@ impl Job {
                 finished_at: None,
                 duration_ms: 0,
                 reason: None,
+                signal: None,
             }),
             kill_reason: Mutex::new(None),
             kill_requested: AtomicBool::new(false),
@@ -217,6 +229,7 @@ impl Job {
             finished_at_ms: st.finished_at_ms,
             duration_ms: st.duration_ms,
             reason: st.reason.clone(),
+            signal: st.signal.clone(),
             timed_out: st.status == JobStatus::Killed
                 && st
                     .reason
@@ -245,6 +258,7 @@ impl Job {
             started_at_ms: self.started_at_ms,
             finished_at_ms: st.finished_at_ms.unwrap_or(self.started_at_ms),
             duration_ms: st.duration_ms,
+            signal: st.signal.clone(),
         })
     }
 
@@ -466,7 +480,8 @@ impl JobTable {
             } else {
                 (JobStatus::Finished, None)
             };
-            table.finish(&job, status, exit.code, reason);
+            let signal = exit.signal.map(signal_name);
+            table.finish_signalled(&job, status, exit.code, signal, reason);
         });
     }
 
@@ -477,6 +492,18 @@ impl JobTable {
         job: &Arc<Job>,
         status: JobStatus,
         exit_code: Option<i32>,
+        reason: Option<String>,
+    ) -> bool {
+        self.finish_signalled(job, status, exit_code, None, reason)
+    }
+
+    /// [`Self::finish`] of a process a signal ended.
+    pub fn finish_signalled(
+        &self,
+        job: &Arc<Job>,
+        status: JobStatus,
+        exit_code: Option<i32>,
+        signal: Option<String>,
         reason: Option<String>,
     ) -> bool {
         debug_assert!(status.is_terminal());
@@ -491,6 +518,7 @@ impl JobTable {
             st.finished_at = Some(Instant::now());
             st.duration_ms = job.started.elapsed().as_millis() as u64;
             st.reason = reason;
+            st.signal = signal;
         }
         self.running.fetch_sub(1, Ordering::SeqCst);
         job.terminal.send_replace(true);

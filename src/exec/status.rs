@@ -36,6 +36,9 @@ pub struct JobRecord {
     pub finished_at_ms: Option<u64>,
     /// Why the job was killed or failed (`max_bg_timeout_ms`, `shell::kill`, worker shutdown, …); null while running or when it exited on its own.
     pub reason: Option<String>,
+    /// The signal that ended the process (`SIGKILL`, `SIGTERM`, ...); absent when it exited by itself or still runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
     /// True when the job was killed for outliving `max_bg_timeout_ms`.
     // optional in the schema: the published record does not require it
     #[serde(default)]
@@ -62,6 +65,7 @@ impl From<JobView> for JobRecord {
             started_at_ms: v.started_at_ms,
             finished_at_ms: v.finished_at_ms,
             reason: v.reason,
+            signal: v.signal,
             timed_out: v.timed_out,
             stdout: v.stdout,
             stderr: v.stderr,

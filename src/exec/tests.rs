@@ -678,6 +678,14 @@ async fn exec_bg_status_list_kill() {
     assert_eq!(k["killed"], true);
     assert_eq!(k["status"], "killed");
     assert_eq!(k["job_id"], "mine-1");
+    // the record says which signal ended it; a job that exited by itself names none
+    let s = w.wait_status("mine-1", "killed").await;
+    assert_eq!(s["job"]["signal"], "SIGTERM", "{s}");
+    let done = w.ok("shell::exec_bg", json!({"command": "true"})).await;
+    let d = w
+        .wait_status(done["job_id"].as_str().unwrap(), "finished")
+        .await;
+    assert!(d["job"].get("signal").is_none(), "{d}");
     let again = w.ok("shell::kill", json!({"job_id": "mine-1"})).await;
     assert_eq!(again["killed"], false);
     assert_eq!(again["status"], "killed");

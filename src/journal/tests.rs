@@ -66,6 +66,18 @@ async fn a_turn_is_listed_diffed_byte_exact_and_reverted_both_ways() {
     let list = ok(&j, "shell::turns::list", json!({"session_id": "s1"})).await;
     let turns = list["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 1, "{list}");
+    // under a directory: only the changes there (a move counts by either end)
+    let b = ok(&j, "shell::turns::list", json!({"under": "b"})).await;
+    let ids: Vec<&str> = b["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["changes"].as_array().unwrap())
+        .map(|c| c["change_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![c4.as_str()], "{b}");
+    let all = ok(&j, "shell::turns::list", json!({"under": "."})).await;
+    assert_eq!(all["turns"].as_array().unwrap().len(), 2, "{all}");
     assert_eq!(turns[0]["turn_id"], "turn-1");
     let ids: Vec<&str> = turns[0]["changes"]
         .as_array()

@@ -23,6 +23,9 @@ pub struct TurnsListInput {
     /// Only changes of this file (resolved like a coder::* path).
     #[serde(default)]
     pub path: Option<String>,
+    /// Only changes at or below this directory (resolved like a coder::* path): a move counts when either end is below it. What a console's history pane of one workspace shows.
+    #[serde(default)]
+    pub under: Option<String>,
     /// Only changes at or after this time (Unix epoch milliseconds).
     #[serde(default)]
     pub since: Option<u64>,
@@ -79,7 +82,7 @@ pub fn def() -> FunctionDef {
         "The change history (agents and the console alike), newest turn first. Every mutation of \
          coder::create-file/update-file/delete-file/move and shell::fs::write/sed/rm/mv is \
          journaled; changes with the same `turn_id` form a turn (without one a change is its \
-         own turn). Filters: session_id, path, since (epoch ms); pages with limit/cursor. No \
+         own turn). Filters: session_id, path, under (a directory), since (epoch ms); pages with limit/cursor. No \
          bodies: open one with coder::change-diff, undo with shell::turns::revert.",
         Flags::NONE,
         |ctx: Ctx, req: TurnsListInput| async move {
@@ -131,17 +134,39 @@ fn list(ctx: &Ctx, req: TurnsListInput) -> Result<TurnsListOutput, Failure> {
             .display()
             .to_string())),
     };
+    let under = match &req.under {
+        None => None,
+        Some(p) => Some(
+            ctx.runtime
+                .policy
+                .resolve(p, Surface::Coder, Tail::Entry, None)?
+                .path,
+        ),
+    };
     let session_key = req.session_id.as_deref().map(key);
-    let wanted = |e: &crate::journal::IndexEntry| {
+    // `under` needs the record's path (the index keeps a hash): read once per change
+    let below: std::cell::RefCell<HashMap<u64, bool>> = Default::default();
+    let is_below = |seq: u64| -> bool {
+        let Some(dir) = &under else { return true };
+        *below.borrow_mut().entry(seq).or_insert_with(|| {
+            j.get(seq).is_some_and(|r| {
+                std::iter::once(&r.path)
+                    .chain(r.from_path.iter())
+                    .any(|p| std::path::Path::new(p).starts_with(dir))
+            })
+        })
+    };
+    let wanted = |seq: u64, e: &crate::journal::IndexEntry| {
         session_key.is_none_or(|k| e.session == k)
             && path_key.is_none_or(|k| e.path == k)
             && req.since.is_none_or(|t| e.time_ms >= t)
+            && is_below(seq)
     };
     // Turns already shown on newer pages are not shown again.
     let mut newer: HashSet<u64> = HashSet::new();
     if top < end {
-        for (_, e) in j.entries(top, end) {
-            if wanted(&e) {
+        for (seq, e) in j.entries(top, end) {
+            if wanted(seq, &e) {
                 newer.insert(e.turn);
             }
         }
@@ -151,7 +176,7 @@ fn list(ctx: &Ctx, req: TurnsListInput) -> Result<TurnsListOutput, Failure> {
     let mut members: HashMap<u64, Vec<u64>> = HashMap::new();
     let mut next_cursor = None;
     scan_down(&j, top, |seq, e| {
-        if !wanted(e) || newer.contains(&e.turn) {
+        if !wanted(seq, e) || newer.contains(&e.turn) {
             return true;
         }
         if !members.contains_key(&e.turn) {
@@ -171,7 +196,7 @@ fn list(ctx: &Ctx, req: TurnsListInput) -> Result<TurnsListOutput, Failure> {
             .and_then(|c| c.parse().ok())
             .unwrap_or(1);
         scan_down(&j, cut, |seq, e| {
-            if wanted(e) {
+            if wanted(seq, e) {
                 if let Some(m) = members.get_mut(&e.turn) {
                     m.push(seq);
                 }

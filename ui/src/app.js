@@ -37,6 +37,17 @@ export class App {
     this.reconnectAttempt = 0;
     /** @type {Promise<void>} the last reconnect's wait for ide (tests await it) */
     this.reconnectDone = Promise.resolve();
+    /**
+     * Whether ide answers, and which process: `away` while it does not, `restartedAt`
+     * (its start, epoch ms) once another process answered than before.
+     * @type {{state: "unknown" | "up" | "away", instance: string | null, restartedAt: number | null}}
+     */
+    this.worker = { state: "unknown", instance: null, restartedAt: null };
+    /** @type {Set<() => void>} */
+    this.workerListeners = new Set();
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    this.workerTimer = null;
+    this.workerRun = 0;
 
     this.handlerId = this.iii.browserId ? `${CHANGED_HANDLER}::${this.iii.browserId}` : CHANGED_HANDLER;
     if (typeof this.iii.on === "function") {
@@ -74,6 +85,73 @@ export class App {
   onReconnect(fn) {
     this.reconnectListeners.add(fn);
     return () => this.reconnectListeners.delete(fn);
+  }
+
+  /** @param {() => void} fn called when {@link App.worker} changes */
+  onWorker(fn) {
+    this.workerListeners.add(fn);
+    return () => this.workerListeners.delete(fn);
+  }
+
+  /** @param {Partial<App["worker"]>} next */
+  setWorker(next) {
+    const was = this.worker;
+    const now = { ...was, ...next };
+    if (now.state === was.state && now.instance === was.instance && now.restartedAt === was.restartedAt) return;
+    this.worker = now;
+    for (const fn of [...this.workerListeners]) fn();
+  }
+
+  /**
+   * Ask ide once who it is. Another process than the last one (a restart
+   * while this tab stayed connected): bind again and let the page re-read
+   * what it shows, as after a reconnect. No answer: ide is away.
+   */
+  async checkWorker() {
+    if (this.disposed) return;
+    try {
+      const r = await this.api.call("shell::workspace::roots", {}, 5000);
+      if (this.disposed) return;
+      const instance = typeof r?.host?.instance === "string" ? r.host.instance : null;
+      const was = this.worker.instance;
+      const restarted = was !== null && instance !== null && instance !== was;
+      this.setWorker({
+        state: "up",
+        instance: instance ?? was,
+        restartedAt: restarted ? Number(r.host.started_ms) || Date.now() : this.worker.restartedAt,
+      });
+      if (restarted) {
+        if (this.binding) this.bind(this.binding.root, true);
+        for (const fn of [...this.reconnectListeners]) fn();
+      }
+    } catch {
+      if (!this.disposed) this.setWorker({ state: "away" });
+    }
+  }
+
+  /** Check ide every `everyMs` (every second while it is away) until disposed. */
+  watchWorker(everyMs = 5000) {
+    this.stopWatchingWorker();
+    const run = ++this.workerRun;
+    const tick = async () => {
+      this.workerTimer = null;
+      await this.checkWorker();
+      if (this.disposed || run !== this.workerRun) return;
+      this.workerTimer = setTimeout(tick, this.worker.state === "away" ? 1000 : everyMs);
+    };
+    void tick();
+    return () => this.stopWatchingWorker();
+  }
+
+  stopWatchingWorker() {
+    this.workerRun += 1;
+    if (this.workerTimer) clearTimeout(this.workerTimer);
+    this.workerTimer = null;
+  }
+
+  /** The restart notice was read. */
+  dismissRestart() {
+    this.setWorker({ restartedAt: null });
   }
 
   /**
@@ -151,8 +229,9 @@ export class App {
     const next = namespace && namespace !== "default" ? namespace : null;
     if (next === this.api.namespace) return;
     this.api.namespace = next;
-    // the root's binding belongs to the previous host
+    // the root's binding belongs to the previous host, and so does the process seen
     this.unbind();
+    this.setWorker({ state: "unknown", instance: null, restartedAt: null });
     for (const fn of [...this.hostListeners]) fn();
   }
 
@@ -175,6 +254,9 @@ export class App {
 
   dispose() {
     this.disposed = true;
+    if (this.workerTimer) clearTimeout(this.workerTimer);
+    this.workerTimer = null;
+    this.workerListeners.clear();
     this.unbind();
     for (const fn of this.cleanups.splice(0).reverse()) {
       try {

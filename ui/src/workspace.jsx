@@ -275,6 +275,13 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     };
   }, [app, git]);
 
+  // whether ide answers and which process: a restart re-reads like a reconnect, and is said
+  useSyncExternalStore(
+    (fn) => app.onWorker(fn),
+    () => app.worker,
+  );
+  useEffect(() => app.watchWorker(), [app]);
+
   // the live binding, storage restore, change events, reconnects
   useEffect(() => {
     app.bind(root);
@@ -459,7 +466,22 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
       <footer className="ide-status">
         <ErrorLine error={notice} />
         {app.bindError && <ErrorLine error={app.bindError} />}
-        {!notice && !app.bindError && <span className="ide-muted">{statusText(root, active, tree)}</span>}
+        {app.worker.state === "away" && (
+          <span className="ide-worker-away" role="status" data-testid="worker-away">
+            ide is not answering (restarting, or its engine connection is down); retrying every second. Unsaved edits stay here.
+          </span>
+        )}
+        {app.worker.state === "up" && app.worker.restartedAt !== null && (
+          <span className="ide-worker-restarted" role="status" data-testid="worker-restarted">
+            ide restarted at {new Date(app.worker.restartedAt).toLocaleTimeString()}: folders and open files were read again; terminals and jobs of the old process are gone.{" "}
+            <button className="ide-button small" onClick={() => app.dismissRestart()}>
+              OK
+            </button>
+          </span>
+        )}
+        {!notice && !app.bindError && app.worker.state !== "away" && app.worker.restartedAt === null && (
+          <span className="ide-muted">{statusText(root, active, tree)}</span>
+        )}
       </footer>
       {quickOpen && (
         <QuickOpen

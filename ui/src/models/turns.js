@@ -86,6 +86,28 @@ export class TurnsStore extends Store {
     this.tail = Promise.resolve();
     /** @type {Promise<void> | null} */
     this.refreshQueued = null;
+    /** Only changes at or below this directory (the browsed root); null: every root. @type {string | null} */
+    this.under = null;
+  }
+
+  /** The filter every list call carries. */
+  filter() {
+    return this.under ? { under: this.under } : {};
+  }
+
+  /**
+   * Show the changes at or below `dir` (null: all). A new scope starts over
+   * from the newest turn: the shown turns and the cursor belong to the old one.
+   * @param {string | null} dir
+   */
+  setScope(dir) {
+    if (dir === this.under) return Promise.resolve();
+    this.under = dir;
+    this.turns = [];
+    this.nextCursor = null;
+    this.loaded = false;
+    this.changed();
+    return this.refresh();
   }
 
   /**
@@ -108,8 +130,10 @@ export class TurnsStore extends Store {
     const p = this.queue(async () => {
       this.refreshQueued = null;
       const limit = Math.min(MAX_LIMIT, Math.max(PAGE, this.turns.length));
+      const under = this.under;
       try {
-        const out = await this.call("shell::turns::list", { limit });
+        const out = await this.call("shell::turns::list", { limit, ...this.filter() });
+        if (under !== this.under) return; // the scope changed meanwhile: its own refresh follows
         this.turns = mergeTurns(out?.turns ?? [], []);
         this.nextCursor = out?.next_cursor ?? null;
         this.error = null;
@@ -128,8 +152,10 @@ export class TurnsStore extends Store {
     return this.queue(async () => {
       const cursor = this.nextCursor;
       if (!cursor) return;
+      const under = this.under;
       try {
-        const out = await this.call("shell::turns::list", { limit: PAGE, cursor });
+        const out = await this.call("shell::turns::list", { limit: PAGE, cursor, ...this.filter() });
+        if (under !== this.under) return;
         this.turns = mergeTurns(this.turns, out?.turns ?? []);
         this.nextCursor = out?.next_cursor ?? null;
         this.error = null;

@@ -5,7 +5,8 @@
 // every conflict (nothing is written when there is one), then, only on an
 // explicit confirm, the revert. Refreshed by the root's shell::changed feed.
 
-import { useEffect, useMemo, useSyncExternalStore } from "react";
+import { useEffect, useMemo, useState, useSyncExternalStore } from "react";
+import { storage } from "../storage.js";
 import { TurnsStore, shortRev, stepText } from "../models/turns.js";
 import { relative } from "../models/paths.js";
 import { ErrorLine } from "../ui.jsx";
@@ -21,6 +22,12 @@ export function HistoryPanel({ ctx }) {
   // one store per asset (made in setup): the pane comes and goes with its tab
   const store = useMemo(() => /** @type {TurnsStore} */ (app.turns ?? new TurnsStore((id, p) => app.api.call(id, p))), [app]);
   useSyncExternalStore(store.subscribe, store.snapshot);
+  // the browsed root's changes, or (the toggle) every root's
+  const [all, setAll] = useState(() => storage.get("history-all") === "true");
+
+  useEffect(() => {
+    void store.setScope(all ? null : ctx.root);
+  }, [store, all, ctx.root]);
 
   useEffect(() => {
     void store.refresh();
@@ -82,7 +89,21 @@ export function HistoryPanel({ ctx }) {
   return (
     <section className="ide-history" aria-label="History">
       <div className="ide-history-bar">
-        <span className="ide-muted">Changes made through ide, newest turn first</span>
+        <span className="ide-muted">
+          Changes made through ide {all ? "in every root" : "in this root"}, newest turn first
+        </span>
+        <label className="ide-follow" title="Show the changes of every root this worker serves, not only the browsed one">
+          <input
+            type="checkbox"
+            data-testid="history-all"
+            checked={all}
+            onChange={(e) => {
+              setAll(e.target.checked);
+              storage.set("history-all", String(e.target.checked));
+            }}
+          />
+          All roots
+        </label>
         <button className="ide-button small" onClick={() => void store.refresh()}>
           Refresh
         </button>

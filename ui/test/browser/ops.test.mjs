@@ -125,9 +125,11 @@ describe("the jobs, history and source-control panes", () => {
     }
     await job.getByRole("button", { name: `Kill ${id}` }).click();
     await page.locator(`.ide-job[data-job="${id}"][data-status="killed"]`).waitFor(T);
-    await page.locator(`[data-testid="job-detail"][data-job="${id}"] [data-testid="job-outcome"]`, { hasText: "killed" }).waitFor(T);
+    // the outcome names the signal that ended it
+    await page.locator(`[data-testid="job-detail"][data-job="${id}"] [data-testid="job-outcome"]`, { hasText: "killed, signal SIGTERM" }).waitFor(T);
     const st = await b.outside("shell::status", { job_id: id });
     assert.equal(st.job.status, "killed");
+    assert.equal(st.job.signal, "SIGTERM");
   });
 
   test("output over the worker's cap is flagged truncated, in the row and on the stream", async () => {
@@ -322,6 +324,42 @@ describe("the jobs, history and source-control panes", () => {
     // a commit made outside the page clears it through the .git signal
     git(["commit", "-q", "-am", "second commit, from a terminal"]);
     await scm.locator('[data-testid="scm-clean"]').waitFor(T);
+  });
+
+  test("the history shows the browsed root's changes; a toggle shows every root's", async () => {
+    const scratchDir = join(root, "scratch");
+    await page.getByRole("button", { name: "Change workspace" }).click();
+    await page.getByLabel("Workspace path").fill(scratchDir);
+    await page.getByLabel("Workspace path").press("Enter");
+    await page.locator('[data-testid="root"]', { hasText: scratchDir }).waitFor(T);
+    await page.getByRole("tab", { name: "History", exact: true }).click();
+    const all = page.getByTestId("history-all");
+    if (await all.isChecked()) await all.uncheck();
+    const listed = page.locator(".ide-history-list li[data-path]");
+    await page.locator(`.ide-history-list li[data-path="${join(scratchDir, "s20.txt")}"]`).waitFor(T);
+    const paths = await listed.evaluateAll((els) => els.map((e) => e.getAttribute("data-path") ?? ""));
+    assert.equal(paths.length, 20, `one page of scratch's 21 turns: ${paths.join(", ")}`);
+    assert.ok(
+      paths.every((p) => p.startsWith(`${scratchDir}/`)),
+      `only changes under the browsed root: ${paths.join(", ")}`,
+    );
+    await page.getByRole("button", { name: "Load older turns" }).click();
+    await page.locator(`.ide-history-list li[data-path="${join(scratchDir, "s00.txt")}"]`).waitFor(T);
+    assert.equal(await listed.count(), 21);
+    assert.equal(await page.getByRole("button", { name: "Load older turns" }).count(), 0);
+    await screenshot(page, "history-scoped-light");
+
+    // every root: README.md's changes (made in the parent) are listed again, newest first
+    await all.check();
+    await page.locator(`.ide-history-list li[data-path="${readme}"]`).first().waitFor(T);
+    assert.equal(await page.locator(".ide-turn").count(), 20, "a fresh first page");
+    await all.uncheck();
+    await page.locator(`.ide-history-list li[data-path="${readme}"]`).first().waitFor({ state: "detached", ...T });
+
+    await page.getByRole("button", { name: "Change workspace" }).click();
+    await page.getByLabel("Workspace path").fill(root);
+    await page.getByLabel("Workspace path").press("Enter");
+    await page.locator('[data-testid="root"]', { hasText: new RegExp(`^${root.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`) }).waitFor(T);
   });
 
   test("no page errors were logged", () => {

@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { closeControl, control, env, launch, row } from "./common.mjs";
+import { closeControl, control, env, launch, row, screenshot } from "./common.mjs";
 
 const T = { timeout: 10_000 };
 
@@ -53,5 +53,23 @@ describe("the ide console page across an engine restart", () => {
         .then(() => true, () => false);
     }
     assert.ok(shown, "no event after the restart");
+  });
+
+  test("a worker restart is shown, and the page re-reads and follows the disk again by itself", async () => {
+    await control("restart-ide", "restarted");
+    await page.locator('[data-testid="worker-restarted"]').waitFor({ timeout: 20_000 });
+    await screenshot(page, "worker-restarted-light");
+    // the open file, written meanwhile, and live events from the new process
+    const later = join(env.root, "after-worker-restart.md");
+    let shown = false;
+    for (let i = 0; i < 40 && !shown; i++) {
+      writeFileSync(later, `after ${i}\n`);
+      shown = await row(page, later)
+        .waitFor({ timeout: 500 })
+        .then(() => true, () => false);
+    }
+    assert.ok(shown, "no event from the new worker");
+    await page.locator('[data-testid="worker-restarted"] button', { hasText: "OK" }).click();
+    assert.equal(await page.locator('[data-testid="worker-restarted"]').count(), 0);
   });
 });

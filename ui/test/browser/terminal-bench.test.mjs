@@ -27,6 +27,40 @@ const round = (/** @type {number} */ x) => Math.round(x * 100) / 100;
 test("keystroke to glyph, and a 50 MB cat stopped by Ctrl+C", async () => {
   const b = await launch();
   try {
+    // every small WebSocket message in and out, timed in the page (where a keystroke's time goes)
+    await b.context.addInitScript(() => {
+      const W = window.WebSocket;
+      /** @type {Array<[number, string, string]>} */
+      const log = [];
+      /** @type {any} */ (window).__wsLog = log;
+      const kind = (/** @type {any} */ d) => {
+        if (typeof d !== "string" || d.length > 4096) return null;
+        try {
+          const m = JSON.parse(d);
+          return `${m.type}:${m.function_id ?? ""}`;
+        } catch {
+          return null;
+        }
+      };
+      // @ts-ignore
+      window.WebSocket = class extends W {
+        /** @param {any[]} a */
+        constructor(...a) {
+          // @ts-ignore
+          super(...a);
+          this.addEventListener("message", (ev) => {
+            const k = kind(ev.data);
+            if (k && log.length < 100000) log.push([performance.now(), "in", k]);
+          });
+        }
+        /** @param {any} d */
+        send(d) {
+          const k = kind(d);
+          if (k && log.length < 100000) log.push([performance.now(), "out", k]);
+          return super.send(d);
+        }
+      };
+    });
     const page = await b.openPage();
     await openWorkspace(page, env.root);
     await page.getByRole("button", { name: "Open a terminal" }).click();
@@ -135,6 +169,10 @@ test("keystroke to glyph, and a 50 MB cat stopped by Ctrl+C", async () => {
       await page.keyboard.press(letters[i % letters.length]);
       const m = await page.evaluate(() => /** @type {any} */ (window).__glyph);
       glyph.push(m.glyph);
+      if (process.env.IDE_BENCH_TRACE && i >= 100 && i < 106) {
+        const log = await page.evaluate(() => /** @type {any} */ (window).__wsLog.slice(-12));
+        console.log(`key ${i}: glyph ${m.glyph.toFixed(1)} parsed ${m.parsed.toFixed(1)} write ${m.write.toFixed(1)}`, JSON.stringify(log.map((/** @type {any} */ [t, d, k]) => [Math.round(t * 10) / 10, d, k])));
+      }
       writeRtt.push(m.write);
       parsed.push(m.parsed);
     }

@@ -172,3 +172,41 @@ test("the built bundle registers one chat-card renderer, through either registra
     assert.equal(renderers.length, 0, name);
   }
 });
+
+test("another ide process answering is a restart: bind again, re-read, say so; no answer is away", async () => {
+  const h = fakeHost();
+  let instance = "one";
+  let answering = true;
+  h.iii.trigger = async (id, payload, options) => {
+    h.iii.calls.push([id, payload, options]);
+    if (!answering) throw { code: "timeout", message: "no answer" };
+    return id === "shell::workspace::roots" ? { roots: ["/r"], host: { namespace: "default", worker_name: "ide", instance, started_ms: 1234 } } : {};
+  };
+  const app = new App({ iii: h.iii });
+  app.bind("/r");
+  let rereads = 0;
+  app.onReconnect(() => rereads++);
+  let changes = 0;
+  app.onWorker(() => changes++);
+  await app.checkWorker();
+  assert.deepEqual(app.worker, { state: "up", instance: "one", restartedAt: null });
+  await app.checkWorker();
+  assert.equal(rereads, 0, "the same process: nothing to do");
+  answering = false;
+  await app.checkWorker();
+  assert.equal(app.worker.state, "away");
+  answering = true;
+  instance = "two";
+  const bindings = h.triggers.size;
+  await app.checkWorker();
+  assert.deepEqual(app.worker, { state: "up", instance: "two", restartedAt: 1234 });
+  assert.equal(rereads, 1);
+  assert.equal(h.triggers.size, bindings, "bound again, once");
+  app.dismissRestart();
+  assert.equal(app.worker.restartedAt, null);
+  assert.equal(changes, 4);
+  // another host is not a restart of this one
+  app.useHost("other");
+  assert.equal(app.worker.instance, null);
+  app.dispose();
+});

@@ -139,3 +139,40 @@ test("a change is labelled by what happened and who did it", async () => {
   assert.equal(changeLabel({ kind: "moved", from_path: "/r/a.rs", function_id: "coder::move" }, rel), "Moved from a.rs by coder::move");
   assert.equal(changeLabel({ kind: "deleted", function_id: "shell::fs::rm", is_binary: true }, rel), "Deleted by shell::fs::rm (binary: no text diff)");
 });
+
+test("the history is scoped to the browsed root: every list call carries it, a new scope starts over, a late answer of the old scope is dropped", async () => {
+  /** @type {Array<() => void>} */
+  const held = [];
+  const w = worker({
+    "shell::turns::list": (p) =>
+      new Promise((resolve) => {
+        const name = p.under ? `in-${p.under}` : "everywhere";
+        held.push(() => resolve({ turns: [turn(name)], next_cursor: p.cursor ? null : "9" }));
+      }),
+  });
+  const s = new TurnsStore(w.call);
+  const tick = () => new Promise((r) => setImmediate(r));
+  const a = s.setScope("/r/a");
+  await tick();
+  held.shift()?.();
+  await a;
+  assert.deepEqual(w.calls[0].payload, { limit: 20, under: "/r/a" });
+  assert.deepEqual(s.turns.map((t) => t.turn_id), ["in-/r/a"]);
+  const older = s.more();
+  await tick();
+  assert.deepEqual(w.calls[1].payload, { limit: 20, cursor: "9", under: "/r/a" });
+  // the user turns on "All roots" while the older page of /r/a is in flight
+  const all = s.setScope(null);
+  assert.deepEqual(s.turns, [], "a new scope shows nothing of the old one");
+  assert.equal(s.nextCursor, null);
+  held.shift()?.(); // the old scope's page answers late
+  await older;
+  assert.deepEqual(s.turns, [], "the old scope's late answer is not shown");
+  await tick();
+  assert.deepEqual(w.calls[2].payload, { limit: 20 }, "all roots: no filter");
+  held.shift()?.();
+  await all;
+  assert.deepEqual(s.turns.map((t) => t.turn_id), ["everywhere"]);
+  assert.equal(await s.setScope(null), undefined, "the same scope again asks nothing");
+  assert.equal(w.calls.length, 3);
+});
