@@ -12,6 +12,18 @@ import { closeControl, control, env, launch, row, screenshot } from "./common.mj
 
 const T = { timeout: 10_000 };
 
+/** Write `file` until its explorer row shows (the binding is live again). @param {any} page @param {string} file */
+async function writeUntilShown(page, file) {
+  for (let i = 0; i < 40; i++) {
+    writeFileSync(file, `after ${i}\n`);
+    const shown = await row(page, file)
+      .waitFor({ timeout: 500 })
+      .then(() => true, () => false);
+    if (shown) return true;
+  }
+  return false;
+}
+
 describe("the ide console page across an engine restart", () => {
   /** @type {Awaited<ReturnType<typeof launch>>} */
   let b;
@@ -44,15 +56,7 @@ describe("the ide console page across an engine restart", () => {
     assert.equal((await page.evaluate(() => window.__host.counts())).triggers, 2);
 
     // live again once ide holds the new binding: write until an event shows
-    const later = join(env.root, "after-restart.md");
-    let shown = false;
-    for (let i = 0; i < 40 && !shown; i++) {
-      writeFileSync(later, `after ${i}\n`);
-      shown = await row(page, later)
-        .waitFor({ timeout: 500 })
-        .then(() => true, () => false);
-    }
-    assert.ok(shown, "no event after the restart");
+    assert.ok(await writeUntilShown(page, join(env.root, "after-restart.md")), "no event after the restart");
   });
 
   test("a worker restart is shown, and the page re-reads and follows the disk again by itself", async () => {
@@ -60,15 +64,7 @@ describe("the ide console page across an engine restart", () => {
     await page.locator('[data-testid="worker-restarted"]').waitFor({ timeout: 20_000 });
     await screenshot(page, "worker-restarted-light");
     // the open file, written meanwhile, and live events from the new process
-    const later = join(env.root, "after-worker-restart.md");
-    let shown = false;
-    for (let i = 0; i < 40 && !shown; i++) {
-      writeFileSync(later, `after ${i}\n`);
-      shown = await row(page, later)
-        .waitFor({ timeout: 500 })
-        .then(() => true, () => false);
-    }
-    assert.ok(shown, "no event from the new worker");
+    assert.ok(await writeUntilShown(page, join(env.root, "after-worker-restart.md")), "no event from the new worker");
     await page.locator('[data-testid="worker-restarted"] button', { hasText: "OK" }).click();
     assert.equal(await page.locator('[data-testid="worker-restarted"]').count(), 0);
   });
