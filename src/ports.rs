@@ -40,22 +40,6 @@ pub struct HostIdentity {
     pub started_ms: u64,
 }
 
-/// This process's `(instance, started_ms)` (see [`HostIdentity`]).
-pub fn instance() -> &'static (String, u64) {
-    static INSTANCE: std::sync::OnceLock<(String, u64)> = std::sync::OnceLock::new();
-    INSTANCE.get_or_init(|| {
-        let started_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        // unguessable is not needed, distinct is: fall back to pid and time
-        let id = crate::pty::creds::fresh()
-            .map(|t| t[..16].to_string())
-            .unwrap_or_else(|_| format!("{:08x}{:08x}", std::process::id(), started_ms as u32));
-        (id, started_ms)
-    })
-}
-
 #[async_trait::async_trait]
 pub trait Outbound: Send + Sync {
     /// Call a function over the engine and wait for its result. Errors keep

@@ -182,6 +182,7 @@ async fn start(
     let outbound: Arc<dyn Outbound> = Arc::new(SdkOutbound {
         iii: iii.clone(),
         main: tokio::runtime::Handle::current(),
+        instance: draw_instance(),
     });
     let services = Arc::new(Services::new(runtime, Some(source), Some(outbound)));
     let catalog = Arc::new(Catalog::standard());
@@ -286,6 +287,22 @@ fn register_catalog(iii: &IIIClient, catalog: &Arc<Catalog>, services: &Arc<Serv
 struct SdkOutbound {
     iii: IIIClient,
     main: tokio::runtime::Handle,
+    /// This process's `(instance, started_ms)`, drawn once when it started
+    /// serving (see [`crate::ports::HostIdentity`]).
+    instance: (String, u64),
+}
+
+/// A fresh `(instance, started_ms)` for this process.
+fn draw_instance() -> (String, u64) {
+    let started_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    // unguessable is not needed, distinct is: fall back to pid and time
+    let id = crate::pty::creds::fresh()
+        .map(|t| t[..16].to_string())
+        .unwrap_or_else(|_| format!("{:08x}{:08x}", std::process::id(), started_ms as u32));
+    (id, started_ms)
 }
 
 /// A call of `function_id` that waits at most `timeout_ms` (None: the SDK's).
@@ -339,8 +356,8 @@ impl Outbound for SdkOutbound {
                 .namespace()
                 .unwrap_or_else(|| crate::ports::DEFAULT_NAMESPACE.to_string()),
             worker_name: ownership::own_name(),
-            instance: crate::ports::instance().0.clone(),
-            started_ms: crate::ports::instance().1,
+            instance: self.instance.0.clone(),
+            started_ms: self.instance.1,
         })
     }
 
