@@ -15,12 +15,16 @@ import { Terminal } from "@xterm/xterm";
 import { FitAddon } from "@xterm/addon-fit";
 import { SearchAddon } from "@xterm/addon-search";
 import { WebLinksAddon } from "@xterm/addon-web-links";
+import { SerializeAddon } from "@xterm/addon-serialize";
 import { PtyRouter } from "./router.js";
 import { arrange, clampFont, loadFontSize, loadLayout, loadLeases, saveFontSize, saveLayout, saveLeases } from "./leases.js";
+import { dropSnapshot, loadSnapshot, pruneSnapshots, saveSnapshot } from "./snapshots.js";
 
 /** How often the orphan list refreshes while someone looks at it. */
 export const ORPHAN_POLL_MS = 3000;
 const SCROLLBACK = 5000;
+/** A pane quiet this long keeps its screen (the fallback when a reload finds a frame mid-write). */
+export const KEEP_QUIET_MS = 1000;
 
 /** @param {string} b64 */
 export function fromBase64(b64) {
@@ -120,6 +124,8 @@ export class TermPane {
     this.search = new SearchAddon();
     this.term.loadAddon(this.fit);
     this.term.loadAddon(this.search);
+    this.serializer = new SerializeAddon();
+    this.term.loadAddon(this.serializer);
     this.term.loadAddon(new WebLinksAddon((_e, uri) => window.open(uri, "_blank", "noopener")));
     this.term.attachCustomWheelEventHandler((e) => {
       if (!(e.ctrlKey || e.metaKey)) return true;
@@ -131,6 +137,11 @@ export class TermPane {
     this.begun = false;
     /** Whether any output reached this xterm (a re-attach then asks only for what follows). */
     this.written = false;
+    /** Writes xterm has not parsed yet: while any is out, the screen is not the one of `lease.sequence`. */
+    this.applying = 0;
+    /** The sequence of the screen last kept for a reload. */
+    this.keptSequence = 0;
+    this.keepTimer = 0;
     /** @type {{cols: number, rows: number} | null} the size the worker has */
     this.sizeSent = null;
     /** @type {Array<{dispose: () => void}>} */
@@ -255,13 +266,20 @@ export class TermPane {
       }
       const sessionId = this.start.kind === "attach" ? this.start.lease.session_id : this.start.session_id;
       this.holdFor(sessionId);
-      // a fresh terminal asks for everything retained (after_sequence 0), so
-      // the screen comes back too; the lease's sequence is where a terminal
-      // that kept its screen goes on from (reattach)
-      const out =
-        this.start.kind === "attach"
-          ? await api.call("shell::pty::attach", { session_id: sessionId, reconnect_token: this.start.lease.reconnect_token, after_sequence: 0, ...size, output_function_id })
-          : await api.call("shell::pty::adopt", { session_id: sessionId, after_sequence: 0, ...size, output_function_id });
+      if (this.start.kind === "adopt") {
+        // nothing of this session is on this screen: everything retained
+        const out = await api.call("shell::pty::adopt", { session_id: sessionId, after_sequence: 0, ...size, output_function_id });
+        await this.attached(sessionId, out);
+        return;
+      }
+      // a reload: the screen this tab kept goes back first, and the worker
+      // sends what follows its sequence; without one (another tab, a lost
+      // snapshot) the fresh screen asks for everything retained
+      const kept = loadSnapshot(sessionId);
+      const after = kept && this.lease ? kept.sequence : 0;
+      const restoring = kept && this.lease ? this.restoreScreen(kept) : null;
+      const out = await api.call("shell::pty::attach", { session_id: sessionId, reconnect_token: this.start.lease.reconnect_token, after_sequence: after, ...size, output_function_id });
+      await restoring;
       await this.attached(sessionId, out);
     } catch (e) {
       this.failed(e);
@@ -311,6 +329,55 @@ export class TermPane {
     this.flushSize();
   }
 
+  /**
+   * Write a kept screen into the fresh xterm; the lease goes on from its
+   * sequence. @param {import("./snapshots.js").Snapshot} kept
+   */
+  async restoreScreen(kept) {
+    if (!this.lease) return;
+    this.lease.sequence = kept.sequence;
+    this.keptSequence = kept.sequence;
+    this.applying += 1;
+    try {
+      await new Promise((resolve) => this.term.write(kept.data, () => resolve(undefined)));
+    } finally {
+      this.applying -= 1;
+    }
+    this.written = true;
+    this.el.dataset.sequence = String(kept.sequence);
+  }
+
+  /**
+   * Keep the screen for a reload, as of `lease.sequence`, when xterm has
+   * parsed every frame up to it and none after (else the last kept one
+   * stays: it is exact for its own sequence).
+   */
+  keepScreen() {
+    if (this.keepTimer) clearTimeout(this.keepTimer);
+    this.keepTimer = 0;
+    const lease = this.lease;
+    if (!lease || !this.written || this.applying || !this.opened) return;
+    if (this.status !== "live" && this.status !== "exited") return;
+    if (lease.sequence === this.keptSequence) return;
+    const size = { cols: this.term.cols, rows: this.term.rows };
+    if (saveSnapshot(lease.session_id, lease.sequence, size, (scrollback) => this.serializer.serialize({ scrollback }), SCROLLBACK)) {
+      this.keptSequence = lease.sequence;
+    } else {
+      this.keptSequence = 0;
+    }
+  }
+
+  /** Keep the screen once the pane has been quiet for a while (off the typing path). */
+  scheduleKeep() {
+    if (this.keepTimer) clearTimeout(this.keepTimer);
+    this.keepTimer = /** @type {any} */ (setTimeout(() => {
+      this.keepTimer = 0;
+      const idle = /** @type {any} */ (globalThis).requestIdleCallback;
+      if (typeof idle === "function") idle(() => this.keepScreen(), { timeout: 2000 });
+      else this.keepScreen();
+    }, KEEP_QUIET_MS));
+  }
+
   hold() {
     if (this.lease) this.holdFor(this.lease.session_id);
   }
@@ -331,10 +398,16 @@ export class TermPane {
     if (this.status === "closed") return;
     if (typeof f.data === "string" && f.data.length) {
       const bytes = fromBase64(f.data);
-      await new Promise((resolve) => this.term.write(bytes, () => resolve(undefined)));
+      this.applying += 1;
+      try {
+        await new Promise((resolve) => this.term.write(bytes, () => resolve(undefined)));
+      } finally {
+        this.applying -= 1;
+      }
       this.written = true;
     }
     this.setSequence(f.sequence);
+    this.scheduleKeep();
     if (f.eof || f.exit_code != null || f.signal || f.error) {
       this.exited({ exit_code: f.exit_code ?? null, signal: f.signal ?? null, error: f.error ?? null });
       this.changed();
@@ -456,9 +529,10 @@ export class TermPane {
     }
   }
 
-  /** Stop receiving, keep the session (hot reload, page hide). */
+  /** Stop receiving, keep the session and this screen (hot reload, page hide). */
   detach() {
     const lease = this.lease;
+    this.keepScreen();
     this.release();
     if (lease && this.status === "live") {
       void this.owner.api.call("shell::pty::detach", { session_id: lease.session_id, access_key: lease.access_key }, 5000).catch(() => {});
@@ -467,6 +541,8 @@ export class TermPane {
 
   dispose() {
     if (this.fitFrame) cancelAnimationFrame(this.fitFrame);
+    if (this.keepTimer) clearTimeout(this.keepTimer);
+    this.keepTimer = 0;
     this.observer?.disconnect();
     for (const d of this.disposables.splice(0)) d.dispose();
     this.el.remove();
@@ -540,6 +616,8 @@ export class Terminals {
     if (this.restored || this.disposed) return;
     this.restored = true;
     const { leases, active, split } = arrange(loadLeases(), loadLayout());
+    // screens kept for sessions no lease names any more are of no use
+    pruneSnapshots(new Set(leases.map((l) => l.session_id)));
     for (const lease of leases) {
       if (this.panes.some((p) => p.id === lease.pane)) continue;
       this.panes.push(new TermPane(this, { kind: "attach", lease }));
@@ -648,6 +726,7 @@ export class Terminals {
   /** @param {TermPane} p */
   forgetLease(p) {
     saveLeases(loadLeases().filter((l) => l.pane !== p.id));
+    if (p.lease) dropSnapshot(p.lease.session_id);
   }
 
   /** @param {any} e */

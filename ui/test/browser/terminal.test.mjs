@@ -39,6 +39,47 @@ async function orphanOffered(page, b, id) {
   return offer;
 }
 
+/** The after_sequence of every shell::pty::attach the page made since it loaded. @param {import("playwright-core").Page} page */
+function attachesAfter(page) {
+  return page.evaluate(() =>
+    /** @type {any} */ (window).__host
+      .triggered()
+      .filter((/** @type {any} */ t) => t.id === "shell::pty::attach")
+      .map((/** @type {any} */ t) => t.after_sequence),
+  );
+}
+
+/** Lines without the empty ones at the end (a buffer's unused rows). @param {string[]} l */
+function trimmed(l) {
+  const out = [...l];
+  while (out.length && out[out.length - 1] === "") out.pop();
+  return out;
+}
+
+/**
+ * The active pane's lines once the shell's prompt is back and nothing has
+ * arrived for a while (the sequence stands still over 10 polls).
+ * @param {import("playwright-core").Page} page
+ */
+async function quietScreen(page) {
+  await page.waitForFunction(
+    () => {
+      const el = /** @type {any} */ (document.querySelector(".ide-term-body > .ide-term-pane:nth-child(1) .ide-term-screen"));
+      const w = /** @type {any} */ (window);
+      const seq = el?.dataset.sequence;
+      if (seq !== w.__quietSeq) {
+        w.__quietSeq = seq;
+        w.__quietPolls = 0;
+        return false;
+      }
+      return ++w.__quietPolls >= 10;
+    },
+    undefined,
+    { timeout: 15_000, polling: 50 },
+  );
+  return lines(page);
+}
+
 describe("the ide terminal panes", () => {
   /** @type {Awaited<ReturnType<typeof launch>>} */
   let b;
@@ -212,6 +253,26 @@ describe("the ide terminal panes", () => {
     await waitLine(page, /^first-again$/);
   });
 
+  test("a reload re-attaches after the sequence the pane had; the screen comes back identical", async () => {
+    await typeIn(page, "clear; seq -f 'quiet-%g' 1 300; echo QUIET-END\n");
+    await waitLine(page, /^QUIET-END$/);
+    const before = await quietScreen(page);
+    const screenEl = page.locator(".ide-term-pane .ide-term-screen");
+    const sessionBefore = await screenEl.getAttribute("data-session");
+    const seqBefore = Number(await screenEl.getAttribute("data-sequence"));
+    await page.reload();
+    await page.waitForFunction(() => /** @type {any} */ (window).__host?.booted !== undefined);
+    await page.evaluate(() => /** @type {any} */ (window).__host.booted);
+    await pane(page, "live").waitFor(T);
+    assert.equal(await screenEl.getAttribute("data-session"), sessionBefore);
+    assert.deepEqual(await attachesAfter(page), [seqBefore], "one attach, after the sequence the pane had (not 0)");
+    assert.deepEqual(trimmed(await lines(page)), trimmed(before), "the screen and its scrollback, identical");
+    await typeIn(page, "echo after-quiet-reload\n");
+    await waitLine(page, /^after-quiet-reload$/);
+    assert.equal((await lines(page)).filter((l) => l === "after-quiet-reload").length, 1);
+    assert.equal((await lines(page)).filter((l) => l === "QUIET-END").length, 1, "nothing came twice");
+  });
+
   test("a reload mid-output re-attaches by the lease and continues exactly", async () => {
     const N = 600;
     await typeIn(page, `clear; for i in $(seq 1 ${N}); do echo line-$i; sleep 0.005; done; echo END-MARK\n`);
@@ -223,6 +284,9 @@ describe("the ide terminal panes", () => {
     await pane(page, "live").waitFor(T);
     assert.equal(await page.locator(".ide-term-pane .ide-term-screen").getAttribute("data-session"), sessionBefore);
     await waitLine(page, /^END-MARK$/, 30_000);
+    const after = await attachesAfter(page);
+    assert.equal(after.length, 1);
+    assert.ok(after[0] > 0, `the reload went on from a kept screen, not from 0 (after_sequence ${after[0]})`);
     const got = (await lines(page)).filter((l) => /^line-\d+$/.test(l));
     assert.deepEqual(got, Array.from({ length: N }, (_, i) => `line-${i + 1}`), "every line once, in order");
     // and the same shell takes input with the rotated credentials

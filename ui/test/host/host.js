@@ -23,7 +23,7 @@ const registrarName = params.get("registrar") === "functionTriggers" ? "function
 const view = params.get("view") ?? "page";
 /** Faults the tests switch on: a host component that throws while rendering. */
 const faults = { badge: false };
-/** Every host.iii.trigger call a script made: {id, job_id}. */
+/** Every host.iii.trigger call a script made: {id, job_id, after_sequence}. */
 const triggered = [];
 const browserId = `console-${crypto.randomUUID()}`;
 const client = connect(engineUrl, browserId);
@@ -62,7 +62,7 @@ function makeHost(path) {
     iii: {
       browserId,
       trigger: (id, payload, options) => {
-        triggered.push({ id, job_id: payload?.job_id ?? null });
+        triggered.push({ id, job_id: payload?.job_id ?? null, after_sequence: payload?.after_sequence ?? null });
         return client.trigger(id, payload, options);
       },
       on: (id, handler) => track(client.registerFunction(`${id}::${browserId}`, handler, { internal: true })),
