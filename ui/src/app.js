@@ -23,7 +23,7 @@ export class App {
     this.api = new Api(this.iii);
     /** @type {Set<(e: ChangeEvent) => void>} */
     this.changeListeners = new Set();
-    /** @type {Set<() => void>} */
+    /** @type {Set<(info: {workerRestarted: boolean}) => void>} */
     this.reconnectListeners = new Set();
     /** @type {Set<() => void>} */
     this.hostListeners = new Set();
@@ -81,7 +81,7 @@ export class App {
     return () => this.changeListeners.delete(fn);
   }
 
-  /** @param {() => void} fn */
+  /** @param {(info: {workerRestarted: boolean}) => void} fn after a reconnect (`workerRestarted`: another ide process than before) */
   onReconnect(fn) {
     this.reconnectListeners.add(fn);
     return () => this.reconnectListeners.delete(fn);
@@ -122,7 +122,7 @@ export class App {
       });
       if (restarted) {
         if (this.binding) this.bind(this.binding.root, true);
-        for (const fn of [...this.reconnectListeners]) fn();
+        for (const fn of [...this.reconnectListeners]) fn({ workerRestarted: true });
       }
     } catch {
       if (!this.disposed) this.setWorker({ state: "away" });
@@ -176,7 +176,7 @@ export class App {
       if (this.disposed || attempt !== this.reconnectAttempt) return;
     }
     if (this.disposed || attempt !== this.reconnectAttempt) return;
-    for (const fn of [...this.reconnectListeners]) fn();
+    for (const fn of [...this.reconnectListeners]) fn({ workerRestarted: false });
   }
 
   /**

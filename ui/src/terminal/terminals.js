@@ -551,7 +551,7 @@ export class TermPane {
 }
 
 export class Terminals {
-  /** @param {{iii: any, api: import("../api.js").Api, onReconnect?: (fn: () => void) => () => void}} app */
+  /** @param {{iii: any, api: import("../api.js").Api, onReconnect?: (fn: (info: {workerRestarted: boolean}) => void) => () => void}} app */
   constructor(app) {
     this.api = app.api;
     this.router = new PtyRouter(app.iii);
@@ -577,7 +577,18 @@ export class Terminals {
     this.disposed = false;
     /** @type {Array<() => void>} */
     this.cleanups = [];
-    if (typeof app.onReconnect === "function") this.cleanups.push(app.onReconnect(() => this.panes.forEach((p) => void p.reattach())));
+    // the connection came back: every pane re-attaches after what it applied; another
+    // worker process than before: its sessions are gone with the old one (shown as
+    // lost), and a pane opened on the new one since must not be re-attached under the
+    // user's typing
+    if (typeof app.onReconnect === "function") {
+      this.cleanups.push(
+        app.onReconnect((info) => {
+          if (info?.workerRestarted) void this.refreshOrphans();
+          else this.panes.forEach((p) => void p.reattach());
+        }),
+      );
+    }
     // leaving the page: let the worker know at once that nobody watches
     // these sessions (best effort; a dead target is noticed on delivery too)
     const onHide = () => this.panes.forEach((p) => p.detach());

@@ -94,8 +94,16 @@ describe("a terminal pane across an engine restart and a worker restart", () => 
 
     await page.getByRole("button", { name: "Open a new shell" }).click();
     await pane(page, "live").waitFor(T);
-    assert.notEqual(await page.locator(".ide-term-pane .ide-term-screen").getAttribute("data-session"), session);
+    const fresh = await page.locator(".ide-term-pane .ide-term-screen").getAttribute("data-session");
+    assert.notEqual(fresh, session);
+    const attaches = () => page.evaluate(() => /** @type {any} */ (window).__host.triggered().filter((/** @type {any} */ t) => t.id === "shell::pty::attach").length);
+    const attachesBefore = await attaches();
+    // the page learns of the other process (its periodic check): the new pane is of the new
+    // process and stays as it is: no re-attach that rotates its credentials under the typing
+    await page.locator('[data-testid="worker-restarted"]').waitFor({ timeout: 15_000 });
     await typeIn(page, "echo new-worker-$((3*3))\n");
     await waitLine(page, /^new-worker-9$/);
+    assert.equal(await attaches(), attachesBefore, "the new process's pane was not re-attached");
+    assert.equal(await page.locator(".ide-term-pane .ide-term-screen").getAttribute("data-session"), fresh);
   });
 });

@@ -185,7 +185,12 @@ test("another ide process answering is a restart: bind again, re-read, say so; n
   const app = new App({ iii: h.iii });
   app.bind("/r");
   let rereads = 0;
-  app.onReconnect(() => rereads++);
+  /** @type {any[]} */
+  const infos = [];
+  app.onReconnect((info) => {
+    rereads++;
+    infos.push(info);
+  });
   let changes = 0;
   app.onWorker(() => changes++);
   await app.checkWorker();
@@ -201,6 +206,7 @@ test("another ide process answering is a restart: bind again, re-read, say so; n
   await app.checkWorker();
   assert.deepEqual(app.worker, { state: "up", instance: "two", restartedAt: 1234 });
   assert.equal(rereads, 1);
+  assert.deepEqual(infos, [{ workerRestarted: true }], "the listeners learn it is another process (terminals do not re-attach)");
   assert.equal(h.triggers.size, bindings, "bound again, once");
   app.dismissRestart();
   assert.equal(app.worker.restartedAt, null);
