@@ -437,6 +437,7 @@ export class TermPane {
 
   async flushInput() {
     this.writing = true;
+    this.el.dataset.writing = "1";
     try {
       while (this.pendingInput.length && this.lease && this.status === "live") {
         const parts = this.pendingInput.splice(0);
@@ -456,6 +457,7 @@ export class TermPane {
       }
     } finally {
       this.writing = false;
+      delete this.el.dataset.writing;
     }
   }
 

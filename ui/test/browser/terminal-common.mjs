@@ -53,9 +53,10 @@ export async function waitLine(page, re, timeout = 15_000, sel = ACTIVE) {
   } catch (e) {
     const got = (await lines(page, sel)).filter((l) => l.length).slice(-15).join("\n");
     const errors = await page.locator(".ide-term-pane .ide-error").allTextContents();
+    const state = await page.evaluate((sel) => JSON.stringify({ ...(/** @type {any} */ (document.querySelector(`${sel} .ide-term-screen`))?.dataset ?? {}) }), sel);
     const shown = errors.length ? `\nerrors on the panes: ${errors.join(" | ")}` : "";
     const focused = await page.evaluate(() => document.activeElement?.className ?? "nothing");
-    throw new Error(`no line matched ${re} within ${timeout} ms (focus: ${focused}); the pane ends with:\n${got}${shown}`, { cause: e });
+    throw new Error(`no line matched ${re} within ${timeout} ms (focus: ${focused}; pane ${state}); the pane ends with:\n${got}${shown}`, { cause: e });
   }
 }
 
