@@ -54,6 +54,72 @@ pub async fn wait(arrived: Instant, hold: Duration) {
     }
 }
 
+/// How often [`Hold::watch`] looks at how late this process gets the CPU.
+const TICK: Duration = Duration::from_millis(10);
+
+/// The hold, grown by how late this process's own timers fire right now.
+///
+/// The engine's window is its threads waiting for a CPU; so are ours, on the
+/// same machine. A 10 ms ticker measures how late it wakes; the hold is the
+/// configured one plus a decaying maximum of that lateness (a tenth off per
+/// tick, so a burst of load is remembered for about a quarter second), at
+/// most [`MAX`]. On an idle machine it is the configured hold.
+#[derive(Clone)]
+pub struct Hold {
+    base: Duration,
+    lag_us: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// The decaying maximum after one tick that woke `late` behind time.
+pub fn next_lag(prev_us: u64, late: Duration) -> u64 {
+    let late_us = late.as_micros().min(MAX.as_micros()) as u64;
+    late_us.max(prev_us - prev_us / 10)
+}
+
+impl Hold {
+    pub fn new(base: Duration) -> Self {
+        Hold {
+            base,
+            lag_us: Default::default(),
+        }
+    }
+
+    /// The hold for an answer now (zero when the knob turned it off).
+    pub fn now(&self) -> Duration {
+        if self.base.is_zero() {
+            return Duration::ZERO;
+        }
+        let lag = Duration::from_micros(self.lag_us.load(std::sync::atomic::Ordering::Relaxed));
+        (self.base + lag).min(MAX)
+    }
+
+    /// Measure this process's lateness while any clone of this hold lives
+    /// (the registered handlers hold one each).
+    pub fn watch(&self) -> tokio::task::JoinHandle<()> {
+        let lag = self.lag_us.clone();
+        let off = self.base.is_zero();
+        tokio::spawn(async move {
+            if off {
+                return;
+            }
+            let mut due = Instant::now() + TICK;
+            loop {
+                tokio::time::sleep_until(due).await;
+                if std::sync::Arc::strong_count(&lag) == 1 {
+                    return;
+                }
+                let now = Instant::now();
+                let prev = lag.load(std::sync::atomic::Ordering::Relaxed);
+                lag.store(
+                    next_lag(prev, now.saturating_duration_since(due)),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                due = now + TICK;
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,6 +136,34 @@ mod tests {
                 .unwrap_err()
                 .contains("IDE_ANSWER_HOLD_US")
         );
+    }
+
+    #[test]
+    fn lateness_grows_the_hold_at_once_and_fades_out() {
+        // a tick 8 ms late: the hold takes it in full
+        let mut lag = next_lag(0, Duration::from_millis(8));
+        assert_eq!(lag, 8_000);
+        // on time again: it fades by a tenth per tick, not at once
+        lag = next_lag(lag, Duration::ZERO);
+        assert_eq!(lag, 7_200);
+        for _ in 0..60 {
+            lag = next_lag(lag, Duration::ZERO);
+        }
+        assert!(lag < 100, "{lag}");
+        // never past the bound
+        assert_eq!(next_lag(0, Duration::from_secs(5)), MAX.as_micros() as u64);
+        let h = Hold::new(Duration::from_millis(2));
+        assert_eq!(h.now(), Duration::from_millis(2));
+        h.lag_us.store(3_000, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(h.now(), Duration::from_millis(5));
+        h.lag_us
+            .store(u64::MAX / 2, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(h.now(), MAX);
+        // the knob's 0 turns it off, load or not
+        let off = Hold::new(Duration::ZERO);
+        off.lag_us
+            .store(3_000, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(off.now(), Duration::ZERO);
     }
 
     #[tokio::test]

@@ -240,18 +240,23 @@ fn catalog_ids(catalog: &Catalog) -> Vec<String> {
 
 fn register_catalog(iii: &IIIClient, catalog: &Arc<Catalog>, services: &Arc<Services>) {
     let main = tokio::runtime::Handle::current();
-    let hold = answer_hold::configured();
+    let base = answer_hold::configured();
     tracing::info!(
-        hold_us = hold.as_micros() as u64,
-        "answers are sent no sooner than this after their call arrived ({})",
+        hold_us = base.as_micros() as u64,
+        "answers are sent no sooner than this after their call arrived ({}), plus how late \
+         this process gets the CPU right now",
         answer_hold::KNOB
     );
+    let hold = answer_hold::Hold::new(base);
+    drop(hold.watch());
     for def in catalog.iter() {
         let handler = def.handler.clone();
         let services = services.clone();
         let main = main.clone();
+        let hold = hold.clone();
         let registration = RegisterFunction::new_async(move |payload: Value| {
             let arrived = tokio::time::Instant::now();
+            let hold = hold.now();
             let handler = handler.clone();
             let ctx = crate::function::Ctx::new(services.clone());
             let task = main.spawn(async move {
