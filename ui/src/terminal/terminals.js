@@ -142,6 +142,7 @@ export class TermPane {
     /** The sequence of the screen last kept for a reload. */
     this.keptSequence = 0;
     this.keepTimer = 0;
+    this.lastFrameAt = 0;
     /** @type {{cols: number, rows: number} | null} the size the worker has */
     this.sizeSent = null;
     /** @type {Array<{dispose: () => void}>} */
@@ -367,15 +368,26 @@ export class TermPane {
     }
   }
 
-  /** Keep the screen once the pane has been quiet for a while (off the typing path). */
+  /**
+   * Keep the screen once the pane has been quiet for a while (off the typing
+   * path). One timer per quiet period: a frame only notes its time, and the
+   * timer waits out the rest of the quiet from the last one.
+   */
   scheduleKeep() {
-    if (this.keepTimer) clearTimeout(this.keepTimer);
-    this.keepTimer = /** @type {any} */ (setTimeout(() => {
+    this.lastFrameAt = performance.now();
+    if (this.keepTimer) return;
+    const check = () => {
+      const left = KEEP_QUIET_MS - (performance.now() - this.lastFrameAt);
+      if (left > 0) {
+        this.keepTimer = /** @type {any} */ (setTimeout(check, left));
+        return;
+      }
       this.keepTimer = 0;
       const idle = /** @type {any} */ (globalThis).requestIdleCallback;
       if (typeof idle === "function") idle(() => this.keepScreen(), { timeout: 2000 });
       else this.keepScreen();
-    }, KEEP_QUIET_MS));
+    };
+    this.keepTimer = /** @type {any} */ (setTimeout(check, KEEP_QUIET_MS));
   }
 
   hold() {
