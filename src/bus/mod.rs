@@ -124,8 +124,9 @@ pub async fn serve(
         },
     );
     tokio::pin!(shutdown);
+    let sockets = nodelay::EngineSockets::default();
     let started = tokio::select! {
-        r = start(&iii, opts.seed, &opts.home) => r,
+        r = start(&iii, opts.seed, &opts.home, &sockets) => r,
         _ = &mut shutdown => {
             iii.shutdown_async().await;
             return Ok(());
@@ -141,7 +142,7 @@ pub async fn serve(
     let ui = ui::UiBindings::default();
     ui.publish(&iii);
     let outcome = tokio::select! {
-        stop = watch_reconnects(&iii, &opts.url, &opts.home, &services, &ui) => Err(stop),
+        stop = watch_reconnects(&iii, &opts.url, &opts.home, &services, &ui, &sockets) => Err(stop),
         _ = &mut shutdown => Ok(()),
     };
     services.shutdown().await;
@@ -153,6 +154,7 @@ async fn start(
     iii: &IIIClient,
     seed: Value,
     home: &ConfigHome,
+    sockets: &nodelay::EngineSockets,
 ) -> Result<Arc<Services>, ServeError> {
     wait_registered(iii).await?;
     let value = match home {
@@ -183,6 +185,7 @@ async fn start(
         iii: iii.clone(),
         main: tokio::runtime::Handle::current(),
         instance: draw_instance(),
+        sockets: sockets.clone(),
     });
     let services = Arc::new(Services::new(runtime, Some(source), Some(outbound)));
     let catalog = Arc::new(Catalog::standard());
@@ -295,6 +298,9 @@ struct SdkOutbound {
     /// This process's `(instance, started_ms)`, drawn once when it started
     /// serving (see [`crate::ports::HostIdentity`]).
     instance: (String, u64),
+    /// This connection's sockets, acknowledged at once after each answer
+    /// ([`nodelay`]).
+    sockets: nodelay::EngineSockets,
 }
 
 /// A fresh `(instance, started_ms)` for this process.
@@ -325,7 +331,11 @@ impl SdkOutbound {
         function_id: &str,
         timeout_ms: Option<u64>,
     ) -> Result<Value, WireError> {
-        self.iii.trigger(req).await.map_err(|e| match e {
+        let answer = self.iii.trigger(req).await;
+        // the answer has been read off the socket: acknowledge it now, or the
+        // engine holds the next call for us until our delayed ACK (Nagle)
+        self.sockets.quickack();
+        answer.map_err(|e| match e {
             iii_sdk::Error::Remote { code, message, .. } => WireError { code, message },
             iii_sdk::Error::Timeout => WireError {
                 code: crate::ports::CALL_TIMED_OUT.to_string(),
@@ -532,6 +542,7 @@ async fn watch_reconnects(
     home: &ConfigHome,
     services: &Arc<Services>,
     ui: &ui::UiBindings,
+    sockets: &nodelay::EngineSockets,
 ) -> ServeError {
     let ids = catalog_ids(&Catalog::standard());
     let mut was_connected = true;
@@ -548,7 +559,8 @@ async fn watch_reconnects(
                 }
             }
             let peers = engine.clone();
-            if let Ok(n) = tokio::task::spawn_blocking(move || nodelay::apply(&peers)).await {
+            let sockets = sockets.clone();
+            if let Ok(n) = tokio::task::spawn_blocking(move || sockets.refresh(&peers)).await {
                 if n > 0 {
                     tracing::debug!(sockets = n, "TCP_NODELAY set on the engine connection");
                 }

@@ -1,4 +1,5 @@
-//! `TCP_NODELAY` on this worker's own connections to the engine.
+//! `TCP_NODELAY` and prompt ACKs on this worker's own connections to the
+//! engine.
 //!
 //! The SDK (0.25) turns Nagle's algorithm off only when the engine
 //! advertises `tcp-nodelay` in its upgrade response, and the 0.23 engine
@@ -10,10 +11,59 @@
 //! is the engine's address, and sets the option on them (idempotent,
 //! harmless to anything else on the socket). [`super::watch_reconnects`]
 //! runs this after every (re)connect and now and then in between.
+//!
+//! The engine's own sockets keep Nagle on, so the same stall happens the
+//! other way: the engine forwards the answer of our call (a terminal frame
+//! the page took) and then, when the user types the next key, the
+//! `shell::pty::write` call — which waits until our kernel acknowledges the
+//! answer. Having nothing to send, our kernel delays that ACK by ~40 ms
+//! (seen on the wire: the write forwarded 33 ms after the page sent it, the
+//! instant our delayed ACK left). [`EngineSockets::quickack`] acknowledges at
+//! once after each answer ([`super::SdkOutbound`] calls it), so the engine
+//! is never left holding the next call.
 
 use nix::sys::socket::{SockaddrStorage, getpeername, getsockopt, setsockopt, sockopt};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::sync::{Arc, Mutex};
+
+/// The descriptors of this process's sockets to the engine, as the last
+/// [`EngineSockets::refresh`] found them.
+#[derive(Clone, Default)]
+pub struct EngineSockets(Arc<Mutex<Vec<RawFd>>>);
+
+impl EngineSockets {
+    /// Find the sockets connected to one of `peers`, keep them, and set
+    /// `TCP_NODELAY` on each; returns how many did not have it yet.
+    pub fn refresh(&self, peers: &[SocketAddr]) -> usize {
+        let (fds, set) = scan(peers);
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = fds;
+        set
+    }
+
+    /// Acknowledge what the engine sent now instead of after the kernel's
+    /// delayed-ACK timer, and leave its delayed-ACK mode. One `setsockopt`
+    /// per socket; does nothing before the first [`Self::refresh`].
+    pub fn quickack(&self) {
+        let fds = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for &fd in fds.iter() {
+            let on: nix::libc::c_int = 1;
+            // SAFETY: `on` outlives the call and its size is passed. Should
+            // the descriptor have been closed (a reconnect) or reused, the
+            // call fails (`ENOTSOCK`, `EBADF`) or sets an option that only
+            // changes when a TCP socket sends its ACKs.
+            unsafe {
+                nix::libc::setsockopt(
+                    fd,
+                    nix::libc::IPPROTO_TCP,
+                    nix::libc::TCP_QUICKACK,
+                    (&on as *const nix::libc::c_int).cast(),
+                    std::mem::size_of::<nix::libc::c_int>() as nix::libc::socklen_t,
+                );
+            }
+        }
+    }
+}
 
 /// The addresses a `host:port` names (resolved once; a name that does not
 /// resolve gives none, and nothing is touched).
@@ -24,11 +74,12 @@ pub fn resolve(host: &str, port: u16) -> Vec<SocketAddr> {
         .unwrap_or_default()
 }
 
-/// Set `TCP_NODELAY` on every TCP socket of this process connected to one
-/// of `peers`; returns how many did not have it yet.
-pub fn apply(peers: &[SocketAddr]) -> usize {
+/// The TCP sockets of this process connected to one of `peers`, with
+/// `TCP_NODELAY` set on each, and how many did not have it yet.
+fn scan(peers: &[SocketAddr]) -> (Vec<RawFd>, usize) {
+    let mut found = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return 0;
+        return (found, 0);
     };
     let mut set = 0;
     for entry in dir.flatten() {
@@ -62,13 +113,14 @@ pub fn apply(peers: &[SocketAddr]) -> usize {
         if !peers.iter().any(|p| same_peer(p, &peer)) {
             continue;
         }
+        found.push(fd.as_raw_fd());
         if getsockopt(&fd, sockopt::TcpNoDelay) == Ok(false)
             && setsockopt(&fd, sockopt::TcpNoDelay, &true).is_ok()
         {
             set += 1;
         }
     }
-    set
+    (found, set)
 }
 
 fn socket_addr(a: &SockaddrStorage) -> Option<SocketAddr> {
@@ -95,21 +147,69 @@ mod tests {
     use super::*;
     use std::net::{TcpListener, TcpStream};
 
+    fn quickack_is_on(s: &TcpStream) -> bool {
+        let mut v: nix::libc::c_int = -1;
+        let mut len = std::mem::size_of::<nix::libc::c_int>() as nix::libc::socklen_t;
+        // SAFETY: `v` and `len` outlive the call; `len` is `v`'s size.
+        let rc = unsafe {
+            nix::libc::getsockopt(
+                s.as_raw_fd(),
+                nix::libc::IPPROTO_TCP,
+                nix::libc::TCP_QUICKACK,
+                (&mut v as *mut nix::libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0);
+        v == 1
+    }
+
+    fn delayed_acks(s: &TcpStream) {
+        let off: nix::libc::c_int = 0;
+        // SAFETY: as above.
+        let rc = unsafe {
+            nix::libc::setsockopt(
+                s.as_raw_fd(),
+                nix::libc::IPPROTO_TCP,
+                nix::libc::TCP_QUICKACK,
+                (&off as *const nix::libc::c_int).cast(),
+                std::mem::size_of::<nix::libc::c_int>() as nix::libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+    }
+
     #[test]
-    fn only_sockets_to_the_engine_get_nodelay() {
+    fn only_sockets_to_the_engine_get_nodelay_and_quick_acks() {
         let engine = TcpListener::bind("127.0.0.1:0").unwrap();
         let other = TcpListener::bind("127.0.0.1:0").unwrap();
         let to_engine = TcpStream::connect(engine.local_addr().unwrap()).unwrap();
         let to_other = TcpStream::connect(other.local_addr().unwrap()).unwrap();
         assert!(!to_engine.nodelay().unwrap());
+        let sockets = EngineSockets::default();
+        // before any refresh there is nothing to acknowledge on
+        delayed_acks(&to_engine);
+        sockets.quickack();
+        assert!(!quickack_is_on(&to_engine));
+
         let peers = resolve("127.0.0.1", engine.local_addr().unwrap().port());
-        assert!(apply(&peers) >= 1);
+        assert!(sockets.refresh(&peers) >= 1);
         assert!(to_engine.nodelay().unwrap());
         assert!(
             !to_other.nodelay().unwrap(),
             "a socket to another peer is left alone"
         );
-        assert_eq!(apply(&peers), 0, "already set: nothing to do");
+        assert_eq!(sockets.refresh(&peers), 0, "already set: nothing to do");
+
+        // in delayed-ACK mode, quickack leaves it (the kernel ACKs at once)
+        delayed_acks(&to_engine);
+        delayed_acks(&to_other);
+        sockets.quickack();
+        assert!(quickack_is_on(&to_engine));
+        assert!(
+            !quickack_is_on(&to_other),
+            "another peer's socket is left alone"
+        );
     }
 
     #[test]

@@ -71,6 +71,15 @@ const HOLD_MAX: Duration = Duration::from_millis(50);
 const DETACH_WAIT: Duration = Duration::from_secs(2);
 /// How long a write waits for the program to take its input.
 const WRITE_WAIT: Duration = Duration::from_secs(5);
+/// How long an attached session's write waits, after the program took the
+/// input, for output that followed it to be delivered to the page before it
+/// answers. The engine keeps Nagle on the page's socket, and it forwards an
+/// answer faster than it routes a call: a write answered as soon as the echo
+/// went out reaches the page first, and the echo then waits for the page's
+/// delayed ACK (~40 ms; seen on the wire). Answered after the page took the
+/// echo, the answer follows it. A program that does not echo costs its
+/// writes this long.
+pub const ECHO_WAIT: Duration = Duration::from_millis(25);
 
 /// Where output goes while someone is attached.
 #[derive(Debug, Clone)]
@@ -179,6 +188,9 @@ pub struct Session {
     master: AsyncFd<OwnedFd>,
     state: Mutex<State>,
     changed: watch::Sender<u64>,
+    /// Every frame up to this sequence was delivered to the output
+    /// function (mirrors `State::delivered` for waiters).
+    delivered: watch::Sender<u64>,
     exit: watch::Receiver<Option<End>>,
     tree: Arc<Tree>,
     outbound: Option<Arc<dyn Outbound>>,
@@ -266,6 +278,7 @@ impl Session {
                 memo: None,
             }),
             changed,
+            delivered: watch::channel(0u64).0,
             exit: exit_rx,
             tree: tree.clone(),
             outbound: start.outbound,
@@ -589,7 +602,11 @@ impl Session {
                 quote(&self.id)
             )));
         }
-        let _gate = self.write_gate.lock().await;
+        let gate = self.write_gate.lock().await;
+        let (before, attached) = {
+            let st = self.st();
+            (st.ring.last_seq(), st.target.is_some())
+        };
         let deadline = Instant::now() + WRITE_WAIT;
         let mut off = 0;
         while off < data.len() {
@@ -611,6 +628,12 @@ impl Session {
                 Ok(Err(_)) => break,
                 Err(_would_block) => continue,
             }
+        }
+        drop(gate);
+        if attached && off > 0 {
+            // answer after the page took the echo ([`ECHO_WAIT`])
+            let mut rx = self.delivered.subscribe();
+            drop(tokio::time::timeout(ECHO_WAIT, rx.wait_for(|&d| d > before)).await);
         }
         Ok(off)
     }
@@ -1037,6 +1060,12 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
                     }
                 }
             }
+            let delivered = st.delivered;
+            s.delivered.send_if_modified(|d| {
+                let newer = delivered > *d;
+                *d = (*d).max(delivered);
+                newer
+            });
         }
         s.bump();
     }

@@ -27,6 +27,8 @@ struct FakeConsole {
     /// Answers to lose: the frame lands, its answer never comes back, and
     /// the call times out as a real one does.
     lose: AtomicU64,
+    /// Every frame whose call has been answered, in answer order.
+    answered: std::sync::Mutex<Vec<Value>>,
 }
 
 #[async_trait::async_trait]
@@ -46,7 +48,7 @@ impl Outbound for FakeConsole {
         // Recorded when the call starts: the worker starts its deliveries in
         // sequence order, and this records them in that order (a page over
         // the engine reorders by `sequence` instead; see tests/pty_e2e.rs).
-        let _ = self.tx.send((id.to_string(), payload));
+        let _ = self.tx.send((id.to_string(), payload.clone()));
         if self
             .lose
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -62,6 +64,7 @@ impl Outbound for FakeConsole {
         if d > 0 {
             tokio::time::sleep(Duration::from_millis(d)).await;
         }
+        self.answered.lock().unwrap().push(payload);
         Ok(json!({}))
     }
     fn fire(&self, _: &crate::ports::Binding, _: Value) {}
@@ -86,6 +89,7 @@ fn world_with(configure: impl FnOnce(&mut Config)) -> World {
         delay_ms: AtomicU64::new(0),
         missing: Default::default(),
         lose: AtomicU64::new(0),
+        answered: Default::default(),
     });
     let outbound: Arc<dyn Outbound> = console.clone();
     let services = Arc::new(Services::new(
@@ -1191,5 +1195,59 @@ async fn an_agent_session_reads_as_running_not_detached_and_a_console_can_watch_
         )
         .await;
     assert_eq!(d["status"], "detached", "{d}");
+    w.services.shutdown().await;
+}
+
+/// The engine forwards an answer faster than it routes a call, and keeps
+/// Nagle on the page's socket: a write answered before the page took its
+/// echo reaches the page first and the echo then waits ~40 ms for the
+/// page's delayed ACK. So an attached session's write answers once the
+/// output that followed it was delivered (bounded by `ECHO_WAIT`).
+#[tokio::test]
+async fn a_write_answers_after_the_page_took_its_echo() {
+    let mut w = world();
+    let o = w.open_program("/bin/cat", &[]).await;
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    // a slow page: each frame takes 8 ms to be answered
+    w.console.delay_ms.store(8, Ordering::SeqCst);
+    for ch in ["q", "r", "s"] {
+        w.ok(
+            "shell::pty::write",
+            json!({"session_id": id, "access_key": key, "data": b64(ch)}),
+        )
+        .await;
+        let answered: String = w
+            .console
+            .answered
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|f| String::from_utf8_lossy(&unb64(&f["data"])).into_owned())
+            .collect();
+        assert!(
+            answered.contains(ch),
+            "the write of {ch:?} answered before its echo was delivered; delivered so far: {answered:?}"
+        );
+    }
+    w.until_output(|t| t.contains("qrs")).await;
+
+    // a program that does not echo: the write still answers, after at most
+    // ECHO_WAIT
+    w.console.delay_ms.store(0, Ordering::SeqCst);
+    let silent = w
+        .open_program("/bin/sh", &["-c", "stty -echo; echo ready; cat >/dev/null"])
+        .await;
+    w.until_output(|t| t.contains("ready")).await;
+    let started = std::time::Instant::now();
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": silent["session_id"], "access_key": silent["access_key"], "data": b64("x")}),
+    )
+    .await;
+    let took = started.elapsed();
+    assert!(
+        took >= crate::pty::session::ECHO_WAIT && took < crate::pty::session::ECHO_WAIT * 8,
+        "a write with no echo answers after ECHO_WAIT: took {took:?}"
+    );
     w.services.shutdown().await;
 }
