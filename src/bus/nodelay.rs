@@ -74,6 +74,13 @@ pub fn resolve(host: &str, port: u16) -> Vec<SocketAddr> {
         .unwrap_or_default()
 }
 
+/// Set `TCP_NODELAY` on every TCP socket of this process connected to one
+/// of `peers` (without keeping them, as a test client does); returns how
+/// many did not have it yet.
+pub fn apply(peers: &[SocketAddr]) -> usize {
+    scan(peers).1
+}
+
 /// The TCP sockets of this process connected to one of `peers`, with
 /// `TCP_NODELAY` set on each, and how many did not have it yet.
 fn scan(peers: &[SocketAddr]) -> (Vec<RawFd>, usize) {
