@@ -40,6 +40,7 @@ pub mod error;
 pub mod exec;
 pub mod fs;
 pub mod function;
+pub mod index;
 pub mod jail;
 pub mod journal;
 pub mod policy;

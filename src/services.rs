@@ -26,6 +26,8 @@ pub struct Services {
     pub journals: Arc<Journals>,
     /// The watchers of the live change feed (`shell::changed`).
     pub watch: Arc<Registry>,
+    /// The content index of `coder::search`, per searched root.
+    pub index: Arc<crate::index::Indexes>,
 }
 
 impl Services {
@@ -43,6 +45,7 @@ impl Services {
             outbound,
             pty: Arc::new(Sessions::new()),
             watch: Arc::new(Registry::new(journals.marks().clone())),
+            index: Arc::new(crate::index::Indexes::new()),
             journals,
         }
     }

@@ -36,8 +36,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "machinery",
         &[
-            "exec", "pty",
-            "watch",
+            "exec", "pty", "watch",
+            // the content index of coder::search
+            "index",
             // the functions of those modules sit above, with the others
         ],
     ),

@@ -185,6 +185,9 @@ pub struct CodeConfig {
     /// Byte budget of one `coder::search` response (paths + matched text + context); hitting it sets `truncated`.
     #[serde(default = "d::search_response_budget_bytes")]
     pub search_response_budget_bytes: u64,
+    /// Memory the content index of `coder::search` may hold per root, in bytes (a trigram filter of every file, kept current by change events; a root over it is searched by scanning). 0 turns the index off.
+    #[serde(default = "d::search_index_max_bytes")]
+    pub search_index_max_bytes: u64,
 }
 
 /// Terminal sessions.
@@ -324,6 +327,9 @@ mod d {
     pub fn search_response_budget_bytes() -> u64 {
         262_144
     }
+    pub fn search_index_max_bytes() -> u64 {
+        256 * 1024 * 1024
+    }
 }
 
 impl Default for EnvConfig {
@@ -378,6 +384,7 @@ impl Default for CodeConfig {
             search_default_max_matches: d::search_default_max_matches(),
             search_default_max_line_bytes: d::search_default_max_line_bytes(),
             search_response_budget_bytes: d::search_response_budget_bytes(),
+            search_index_max_bytes: d::search_index_max_bytes(),
         }
     }
 }

@@ -84,6 +84,8 @@
 //! `Policy::resolve_existing`, every entry through `Policy::is_protected` /
 //! `Policy::is_excluded`, symlink targets through `Policy::resolve`.
 
+#[cfg(test)]
+mod differential;
 mod paths;
 mod scan;
 #[cfg(test)]
@@ -260,11 +262,12 @@ pub fn def() -> FunctionDef {
 /// Run one search against the call's snapshot, off the async runtime.
 pub async fn search(ctx: &Ctx, req: SearchInput) -> crate::error::Result<SearchOutput> {
     let runtime = ctx.runtime.clone();
+    let index = ctx.services.index.clone();
     // A caller that stops waiting (engine timeout, dropped call) cancels the
     // walk and the scan instead of leaving them to run to the end.
     let cancel = Arc::new(AtomicBool::new(false));
     let _guard = CancelOnDrop(cancel.clone());
-    tokio::task::spawn_blocking(move || run(&runtime, req, cancel))
+    tokio::task::spawn_blocking(move || run(&runtime, Some(&index), req, cancel))
         .await
         .map_err(|e| {
             Failure::io(format!(
@@ -300,6 +303,9 @@ pub(crate) struct Plan {
     pub max_read_bytes: u64,
     /// Set when the caller went away: the walk and the scan stop.
     pub cancel: Arc<AtomicBool>,
+    /// The searched folder relative to the index root (when an index
+    /// serves the search).
+    pub index_rel: PathBuf,
 }
 
 impl Plan {
@@ -323,13 +329,43 @@ pub(crate) struct Filters {
     pub from_fs_root: bool,
 }
 
-fn run(
+pub(crate) fn run(
     rt: &Arc<Runtime>,
+    index: Option<&crate::index::Indexes>,
     req: SearchInput,
     cancel: Arc<AtomicBool>,
 ) -> crate::error::Result<SearchOutput> {
     let started = std::time::Instant::now();
-    let plan = plan(rt, &req, cancel)?;
+    let mut plan = plan(rt, &req, cancel)?;
+    // The content index serves folder searches without ignore files; it
+    // only replays the walk and rules files out (crate::index).
+    let lease = match index {
+        Some(ix)
+            if plan.content.is_some() && !plan.respect_gitignore && !plan.filters.from_fs_root =>
+        {
+            let is_dir = plan.root_at.loc().lstat().is_ok_and(|st| {
+                crate::jail::dir::Kind::of_mode(st.st_mode) == crate::jail::dir::Kind::Dir
+            });
+            if is_dir {
+                ix.lease(rt, &plan.root_at)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
+    let lease = lease.filter(|(l, rel)| l.has_dir(rel)).map(|(l, rel)| {
+        plan.index_rel = rel;
+        l
+    });
+    let trigrams = lease
+        .as_ref()
+        .and_then(|_| crate::index::query::of_pattern(&req.query, req.regex, req.ignore_case));
+    let max_read = plan.max_read_bytes;
+    let verdict = |path: &Path| match (&lease, &trigrams) {
+        (Some(l), Some(q)) => l.verdict(path, q, max_read),
+        _ => crate::index::Verdict::Read,
+    };
     let (scanned, walked) = match &plan.content {
         Some(q) => scan::scan_while(
             q,
@@ -340,10 +376,15 @@ fn run(
             // early stopping; the final cut below uses the true remainder.
             plan.budget,
             plan.max_read_bytes,
-            |on_file| walk::walk(rt, &plan, on_file),
+            &verdict,
+            |on_file| walk::walk(rt, &plan, lease.as_ref(), on_file),
         ),
-        None => (scan::Collected::default(), walk::walk(rt, &plan, |_| true)),
+        None => (
+            scan::Collected::default(),
+            walk::walk(rt, &plan, None, |_| true),
+        ),
     };
+    drop(lease);
     let note = include_note(&req.include_globs, &plan.filters.anchor, &walked);
     let (path_matches, path_bytes, paths_cut) = paths::finish(
         walked.hits,
@@ -516,6 +557,7 @@ fn plan(rt: &Runtime, req: &SearchInput, cancel: Arc<AtomicBool>) -> crate::erro
         budget: usize::try_from(code.search_response_budget_bytes).unwrap_or(usize::MAX),
         max_read_bytes: rt.config.fs.max_read_bytes,
         cancel,
+        index_rel: PathBuf::new(),
     })
 }
 

@@ -103,12 +103,14 @@ struct Progress {
 /// `walk` runs on the calling thread and hands each file, in path order, to
 /// the callback it is given; the callback returns false once nothing more
 /// can enter the answer.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn scan_while<R>(
     q: &ContentQuery,
     cancel: &AtomicBool,
     max_matches: usize,
     budget: usize,
     max_read_bytes: u64,
+    verdict: &(dyn Fn(&std::path::Path) -> crate::index::Verdict + Sync),
     walk: impl FnOnce(&mut dyn FnMut(Resolved) -> bool) -> R,
 ) -> (Collected, R) {
     let limits = Limits {
@@ -132,7 +134,18 @@ pub(crate) fn scan_while<R>(
             let Ok((i, path)) = next else {
                 break;
             };
-            let hits = search_file(&mut searcher, q, &path, &limits, &mut buf);
+            // what the index proves needs no read: exactly what the read
+            // would have found (nothing; or a binary file, skipped)
+            let hits = match verdict(&path.path) {
+                crate::index::Verdict::NoMatch => FileHits {
+                    matches: Vec::new(),
+                    searched: true,
+                },
+                crate::index::Verdict::Skipped => FileHits::default(),
+                crate::index::Verdict::Read => {
+                    search_file(&mut searcher, q, &path, &limits, &mut buf)
+                }
+            };
             let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
             if p.slots.len() <= i {
                 p.slots.resize_with(i + 1, || None);

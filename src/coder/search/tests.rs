@@ -1044,7 +1044,7 @@ fn a_cancelled_search_stops_walking_and_scanning() {
     let rt = t.services.live.snapshot();
     let req: super::SearchInput = serde_json::from_value(json!({"query": "hit"})).unwrap();
     let cancel = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let out = super::run(&rt, req, cancel).unwrap();
+    let out = super::run(&rt, None, req, cancel).unwrap();
     assert!(out.content_matches.is_empty());
     assert!(out.path_matches.is_empty());
     assert_eq!(out.files_scanned, 0);

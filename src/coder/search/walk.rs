@@ -11,9 +11,10 @@
 use super::paths::{PathHit, PathScorer};
 use super::{Filters, PathMatchKind, Plan};
 use crate::error::Surface;
+use crate::index::tree::Seen;
 use crate::jail;
 use crate::jail::dir::Kind;
-use crate::jail::walk::{Node, Options, Step};
+use crate::jail::walk::{Options, Step};
 use crate::policy::{Resolved, Tail};
 use crate::runtime::Runtime;
 use std::path::{Path, PathBuf};
@@ -38,6 +39,7 @@ pub(crate) struct Walked {
 pub(crate) fn walk(
     rt: &Arc<Runtime>,
     plan: &Plan,
+    index: Option<&crate::index::Lease>,
     mut on_file: impl FnMut(Resolved) -> bool,
 ) -> Walked {
     let mut include_matched = plan.filters.include.is_empty();
@@ -85,7 +87,7 @@ pub(crate) fn walk(
         skip_hidden: !plan.include_hidden,
         ignore_files: plan.respect_gitignore,
     };
-    jail::walk::walk(plan.root_at.loc(), opts, |node| {
+    let mut visit = |node: &Seen<'_>| {
         if plan.cancelled() || (!content_open && (scorer.is_none() || hits.len() >= hit_cap)) {
             return Step::Stop;
         }
@@ -124,7 +126,26 @@ pub(crate) fn walk(
             }
         }
         Step::Descend
-    });
+    };
+    // The index's snapshot replays exactly the entries this walk meets
+    // (it never serves ignore files); otherwise the disk is walked.
+    let replayed = match index {
+        Some(lease) if !opts.ignore_files => {
+            lease.replay(&plan.index_rel, &plan.root, opts.skip_hidden, &mut visit)
+        }
+        _ => false,
+    };
+    if !replayed {
+        jail::walk::walk(plan.root_at.loc(), opts, |node| {
+            visit(&Seen {
+                name: node.name,
+                kind: node.kind,
+                path: node.path,
+                rel: node.rel,
+                depth: node.depth,
+            })
+        });
+    }
     Walked {
         hits,
         include_matched,
@@ -134,7 +155,7 @@ pub(crate) fn walk(
 
 /// Whether an entry (and, for a directory, everything below it) is left out
 /// of the walk: default excludes and the caller's exclude globs.
-fn prunes(rt: &Runtime, f: &Filters, node: &Node<'_>) -> bool {
+fn prunes(rt: &Runtime, f: &Filters, node: &Seen<'_>) -> bool {
     let path = node.path;
     if f.from_fs_root
         && node.depth == 1
@@ -160,7 +181,7 @@ fn match_path(
     rt: &Runtime,
     plan: &Plan,
     scorer: &mut PathScorer<'_>,
-    node: &Node<'_>,
+    node: &Seen<'_>,
 ) -> Option<PathHit> {
     let score = scorer.score(node.name, node.rel)?;
     let kind = match node.kind {

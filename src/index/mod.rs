@@ -1,0 +1,682 @@
+//! The search index: for each root the worker searches, a snapshot of its
+//! tree and a trigram filter of every file's bytes, kept current by the
+//! kernel's change events and checked against them before every search.
+//!
+//! - **Build.** The first content search under a root starts a build on a
+//!   thread of its own (the search itself scans, as every search does
+//!   while no index is ready). The build walks the root with the handle
+//!   walk, adding an inotify watch on each directory *before* the walk
+//!   lists it, and reads each file once (after its directory's watch
+//!   exists), so every change after what the build saw raises an event.
+//! - **Never stale.** A search first drains the index's inotify queue: the
+//!   kernel queues an event before the changing call returns, so every
+//!   change that completed before the search began is applied before it is
+//!   answered — changed files are read again, changed directories listed
+//!   again. A lost queue (overflow), a directory moved or renamed, or more
+//!   changed entries than [`MAX_SYNC`] drop the index (the search scans)
+//!   and start a rebuild. A file with more than one hard link is always
+//!   read, since a write through a link outside the root raises no event
+//!   here; so is a file the index has no filter for.
+//! - **Exact.** The index never answers; it only rules files out. The walk
+//!   a search replays is the one the disk walk would produce, and the
+//!   search applies its own filters (policy, globs, hidden, excludes) to
+//!   it as it does to the disk walk. A file is skipped only when its
+//!   filter proves the pattern cannot match ([`query`]); every other file
+//!   is read and matched as before.
+//! - **Budget.** `code.search_index_max_bytes` bounds the memory held (the
+//!   filters and the snapshot's names); a root over it is not indexed and
+//!   its searches scan. 0 turns the index off. Nothing is written to disk.
+//!   Files under the default excludes and protected files get no filter
+//!   (the index never holds anything of protected content).
+
+pub mod filter;
+pub mod query;
+pub mod tree;
+
+use crate::jail::dir::{self, Kind};
+use crate::jail::walk::{Options, Step};
+use crate::policy::Resolved;
+use crate::runtime::Runtime;
+use filter::{Content, Scratch};
+use nix::sys::inotify::{AddWatchFlags as F, InitFlags, Inotify, WatchDescriptor};
+use std::collections::{BTreeSet, HashMap};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use tree::Dir;
+
+/// Changed entries one search applies itself; past it the index is
+/// rebuilt instead.
+pub const MAX_SYNC: usize = 2_000;
+/// Roots indexed at once (the least recently searched one is dropped).
+const MAX_ROOTS: usize = 4;
+/// Largest file given a filter (larger ones are always read).
+const MAX_FILE: u64 = 16 * 1024 * 1024;
+/// Bookkeeping counted per entry and per filtered file, in bytes.
+const ENTRY_OVERHEAD: usize = 48;
+const FILE_OVERHEAD: usize = 96;
+
+fn mask() -> F {
+    F::IN_CREATE
+        | F::IN_DELETE
+        | F::IN_MODIFY
+        | F::IN_ATTRIB
+        | F::IN_CLOSE_WRITE
+        | F::IN_MOVED_FROM
+        | F::IN_MOVED_TO
+        | F::IN_DELETE_SELF
+        | F::IN_MOVE_SELF
+        | F::IN_ONLYDIR
+}
+
+/// Every index of this worker.
+#[derive(Default)]
+pub struct Indexes {
+    roots: Mutex<Vec<Arc<Slot>>>,
+    /// Searches served from an index.
+    served: std::sync::atomic::AtomicU64,
+}
+
+/// One root's index and its state.
+struct Slot {
+    root: PathBuf,
+    state: Arc<tokio::sync::Mutex<State>>,
+}
+
+enum State {
+    /// Never built.
+    New,
+    /// A build is running.
+    Building,
+    Ready(Box<RootIndex>),
+    /// Not indexed under this runtime and budget (over budget, no watches
+    /// left, root gone): why.
+    Off {
+        why: String,
+        runtime: Weak<Runtime>,
+        budget: usize,
+    },
+}
+
+/// A ready index, synced, held for one search (other searches of the same
+/// root wait for it).
+pub struct Lease {
+    guard: tokio::sync::OwnedMutexGuard<State>,
+}
+
+/// What the index knows of a root.
+struct RootIndex {
+    root_at: Resolved,
+    /// The runtime the index was built under: a reload (new policy,
+    /// new budgets) rebuilds it.
+    runtime: Weak<Runtime>,
+    tree: Dir,
+    files: HashMap<PathBuf, Summary>,
+    ino: Inotify,
+    wds: HashMap<WatchDescriptor, PathBuf>,
+    bytes: usize,
+    budget: usize,
+}
+
+struct Summary {
+    content: Content,
+    /// Bytes when filtered.
+    size: u64,
+    /// More than one hard link: a write elsewhere raises no event here.
+    linked: bool,
+}
+
+/// What a search sees of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The file cannot match: it would be searched and found nothing.
+    NoMatch,
+    /// The scan would skip the file unread as far as matches go: binary
+    /// (a NUL byte) or over `fs.max_read_bytes`.
+    Skipped,
+    /// Read and match it.
+    Read,
+}
+
+fn same(w: &Weak<Runtime>, rt: &Arc<Runtime>) -> bool {
+    w.upgrade().is_some_and(|r| Arc::ptr_eq(&r, rt))
+}
+
+impl Indexes {
+    pub fn new() -> Indexes {
+        Indexes::default()
+    }
+
+    /// The index of the root holding the directory `at`, synced with every
+    /// change made before this call, under `rt`'s policy, with `at`'s path
+    /// relative to the index root. `None` when none is ready: a build is
+    /// started when none runs, and the caller scans. Blocking: call it off
+    /// the async runtime.
+    pub fn lease(&self, rt: &Arc<Runtime>, at: &Resolved) -> Option<(Lease, PathBuf)> {
+        let budget = usize::try_from(rt.config.code.search_index_max_bytes).unwrap_or(usize::MAX);
+        if budget == 0 {
+            return None;
+        }
+        let root = at.root.clone().unwrap_or_else(|| at.path.clone());
+        let rel = at.path.strip_prefix(&root).ok()?.to_path_buf();
+        let slot = self.slot(&root);
+        let mut guard = slot.state.clone().blocking_lock_owned();
+        let build = match &mut *guard {
+            State::Building => false,
+            State::New => true,
+            State::Off {
+                runtime, budget: b, ..
+            } => !same(runtime, rt) || *b != budget,
+            State::Ready(ix) if same(&ix.runtime, rt) && ix.budget == budget => match ix.sync(rt) {
+                Ok(()) => {
+                    self.served
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    return Some((Lease { guard }, rel));
+                }
+                Err(why) => {
+                    tracing::info!(root = %root.display(), "search index dropped: {why}; rebuilding");
+                    true
+                }
+            },
+            State::Ready(_) => true,
+        };
+        if build {
+            *guard = State::Building;
+            drop(guard);
+            start_build(slot, rt.clone(), budget);
+        }
+        None
+    }
+
+    fn slot(&self, root: &Path) -> Arc<Slot> {
+        let mut roots = self.roots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = roots.iter().position(|s| s.root == root) {
+            let s = roots.remove(i);
+            roots.push(s.clone());
+            return s;
+        }
+        let s = Arc::new(Slot {
+            root: root.to_path_buf(),
+            state: Arc::new(tokio::sync::Mutex::new(State::New)),
+        });
+        roots.push(s.clone());
+        if roots.len() > MAX_ROOTS {
+            roots.remove(0);
+        }
+        s
+    }
+
+    /// What each indexed root holds (logs, tests, benchmarks): its bytes, or
+    /// why it is not indexed. Blocking.
+    pub fn describe(&self) -> Vec<(PathBuf, Result<usize, String>)> {
+        let roots = self.roots.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        roots
+            .iter()
+            .map(|s| {
+                let st = s.state.blocking_lock();
+                let d = match &*st {
+                    State::New => Err("not built".to_string()),
+                    State::Building => Err("building".to_string()),
+                    State::Ready(ix) => Ok(ix.bytes),
+                    State::Off { why, .. } => Err(why.clone()),
+                };
+                (s.root.clone(), d)
+            })
+            .collect()
+    }
+
+    /// How many searches an index served so far.
+    pub fn served(&self) -> u64 {
+        self.served.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Wait until no build runs (tests and benchmarks). Blocking.
+    pub fn settle(&self, timeout: std::time::Duration) -> bool {
+        let end = std::time::Instant::now() + timeout;
+        loop {
+            let building = self
+                .describe()
+                .iter()
+                .any(|(_, d)| matches!(d, Err(w) if w == "building"));
+            if !building {
+                return true;
+            }
+            if std::time::Instant::now() >= end {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+impl Lease {
+    fn ix(&self) -> &RootIndex {
+        match &*self.guard {
+            State::Ready(ix) => ix,
+            _ => unreachable!("a lease is only made of a ready index"),
+        }
+    }
+
+    /// Replay the folder `rel` (relative to the root) at absolute `path`.
+    /// False when the folder is not a directory of the snapshot.
+    pub fn replay(
+        &self,
+        rel: &Path,
+        path: &Path,
+        skip_hidden: bool,
+        visit: &mut dyn FnMut(&tree::Seen<'_>) -> Step,
+    ) -> bool {
+        let Some(dir) = self.ix().tree.find(rel) else {
+            return false;
+        };
+        dir.replay(path, Path::new(""), 0, skip_hidden, visit);
+        true
+    }
+
+    /// Whether the folder `rel` is a directory of the snapshot.
+    pub fn has_dir(&self, rel: &Path) -> bool {
+        self.ix().tree.find(rel).is_some()
+    }
+
+    /// What a search of `q` (skipping files over `max_read_bytes`, 0: no
+    /// limit) does with the file at absolute `path`.
+    pub fn verdict(&self, path: &Path, q: &query::Query, max_read_bytes: u64) -> Verdict {
+        let ix = self.ix();
+        let Ok(rel) = path.strip_prefix(&ix.root_at.path) else {
+            return Verdict::Read;
+        };
+        match ix.files.get(rel) {
+            Some(Summary {
+                linked: false,
+                content,
+                size,
+            }) => match content {
+                // too large for the scan: it reads nothing either
+                _ if max_read_bytes > 0 && *size > max_read_bytes => Verdict::Skipped,
+                Content::Binary => Verdict::Skipped,
+                Content::Dense => Verdict::Read,
+                Content::Filter(f) => {
+                    if q.admits(&|t| f.has(t)) {
+                        Verdict::Read
+                    } else {
+                        Verdict::NoMatch
+                    }
+                }
+            },
+            _ => Verdict::Read,
+        }
+    }
+}
+
+fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize) {
+    let state = slot.state.clone();
+    let spawned = std::thread::Builder::new()
+        .name("ide-index".into())
+        .spawn(move || {
+            let started = std::time::Instant::now();
+            let built = build(&rt, &slot.root, budget);
+            let mut st = slot.state.blocking_lock();
+            *st = match built {
+                Ok(ix) => {
+                    tracing::info!(
+                        root = %slot.root.display(),
+                        files = ix.files.len(),
+                        bytes = ix.bytes,
+                        ms = started.elapsed().as_millis() as u64,
+                        "search index built"
+                    );
+                    State::Ready(Box::new(ix))
+                }
+                Err(why) => {
+                    tracing::info!(root = %slot.root.display(), "search index not built: {why}; searches scan");
+                    State::Off {
+                        why,
+                        runtime: Arc::downgrade(&rt),
+                        budget,
+                    }
+                }
+            };
+        });
+    if let Err(e) = spawned {
+        *state.blocking_lock() = State::Off {
+            why: format!("no thread for the build: {e}"),
+            runtime: Weak::new(),
+            budget: 0,
+        };
+    }
+}
+
+fn build(rt: &Arc<Runtime>, root: &Path, budget: usize) -> Result<RootIndex, String> {
+    let raw = root.to_str().ok_or("the root is not UTF-8")?;
+    let root_at = rt
+        .policy
+        .resolve_existing(
+            raw,
+            crate::error::Surface::Coder,
+            crate::policy::Tail::Follow,
+            None,
+        )
+        .map_err(|e| format!("root not resolvable: {}", e.message))?;
+    let ino = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
+        .map_err(|e| format!("no inotify instance: {e}"))?;
+    let mut ix = RootIndex {
+        root_at,
+        runtime: Arc::downgrade(rt),
+        tree: Dir::default(),
+        files: HashMap::new(),
+        ino,
+        wds: HashMap::new(),
+        bytes: 0,
+        budget,
+    };
+    let tree = ix.walk_below(rt, Path::new(""))?;
+    ix.tree = tree;
+    Ok(ix)
+}
+
+impl RootIndex {
+    /// Snapshot the directory `rel` (relative to the root) and everything
+    /// below, watching each directory before it is listed and filtering
+    /// each file after.
+    fn walk_below(&mut self, rt: &Runtime, rel: &Path) -> Result<Dir, String> {
+        let at = self.root_at.below(rel);
+        let mut stack: Vec<(usize, Dir)> = vec![(0, Dir::default())];
+        let mut failed: Option<String> = None;
+        let mut scratch = Scratch::default();
+        let mut files = Vec::new();
+        let opts = Options {
+            max_depth: None,
+            skip_hidden: false,
+            ignore_files: false,
+        };
+        crate::jail::walk::walk(at.loc(), opts, |node| {
+            if failed.is_some() {
+                return Step::Stop;
+            }
+            if node.kind == Kind::Dir {
+                let watched = if node.depth == 0 {
+                    at.loc().open_dir()
+                } else {
+                    node.open(nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY)
+                };
+                // unreadable: the walk does not enter it either
+                if let Ok(fd) = watched {
+                    let proc = crate::jail::proc_path(fd.as_fd());
+                    match self.ino.add_watch(&proc, mask()) {
+                        Ok(wd) => {
+                            self.wds.insert(wd, rel.join(node.rel));
+                        }
+                        Err(e) => {
+                            failed = Some(format!(
+                                "cannot watch a directory ({e}); raise fs.inotify.max_user_watches"
+                            ));
+                            return Step::Stop;
+                        }
+                    }
+                }
+            }
+            if node.depth == 0 {
+                return Step::Descend;
+            }
+            while stack.last().is_some_and(|(d, _)| *d >= node.depth) {
+                let (_, done) = stack.pop().expect("non-empty");
+                attach(&mut stack, done);
+            }
+            let top = &mut stack.last_mut().expect("the root frame").1;
+            top.entries.push(tree::Entry {
+                name: node.name.to_os_string(),
+                kind: node.kind,
+                sub: None,
+            });
+            self.bytes += ENTRY_OVERHEAD + node.name.len();
+            if node.kind == Kind::Dir {
+                stack.push((node.depth, Dir::default()));
+            }
+            if node.kind == Kind::File {
+                files.push(rel.join(node.rel));
+            }
+            if self.bytes > self.budget {
+                failed = Some(format!("over the budget of {} bytes", self.budget));
+                return Step::Stop;
+            }
+            Step::Descend
+        });
+        if let Some(why) = failed {
+            return Err(why);
+        }
+        while stack.len() > 1 {
+            let (_, done) = stack.pop().expect("non-empty");
+            attach(&mut stack, done);
+        }
+        for f in files {
+            self.summarize(rt, &f, &mut scratch);
+            if self.bytes > self.budget {
+                return Err(format!("over the budget of {} bytes", self.budget));
+            }
+        }
+        Ok(stack.pop().expect("the root frame").1)
+    }
+
+    /// (Re)filter the file at `rel`; a file that is protected, under a
+    /// default exclude, too large or unreadable gets no filter (always
+    /// read).
+    fn summarize(&mut self, rt: &Runtime, rel: &Path, scratch: &mut Scratch) {
+        if let Some(old) = self.files.remove(rel) {
+            self.bytes -= old.content.bytes() + FILE_OVERHEAD;
+        }
+        let abs = self.root_at.path.join(rel);
+        if rt.policy.is_protected(&abs) || rt.policy.is_excluded(&abs) {
+            return;
+        }
+        let at = self.root_at.below(rel);
+        let Ok(file) = at.loc().open_read() else {
+            return;
+        };
+        let Ok(md) = file.metadata() else {
+            return;
+        };
+        if !md.is_file() || md.len() > MAX_FILE {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(md.len() as usize);
+        use std::io::Read;
+        if file.take(MAX_FILE + 1).read_to_end(&mut bytes).is_err() || bytes.len() as u64 > MAX_FILE
+        {
+            return;
+        }
+        use std::os::unix::fs::MetadataExt;
+        let content = scratch.summarize(&bytes);
+        self.bytes += content.bytes() + FILE_OVERHEAD;
+        self.files.insert(
+            rel.to_path_buf(),
+            Summary {
+                content,
+                size: bytes.len() as u64,
+                linked: md.nlink() > 1,
+            },
+        );
+    }
+
+    /// Apply every change event queued so far. An error drops the index.
+    fn sync(&mut self, rt: &Runtime) -> Result<(), String> {
+        let mut files: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut created: BTreeSet<PathBuf> = BTreeSet::new();
+        loop {
+            let events = match self.ino.read_events() {
+                Ok(ev) => ev,
+                Err(nix::errno::Errno::EAGAIN) => break,
+                Err(e) => return Err(format!("cannot read change events: {e}")),
+            };
+            if events.is_empty() {
+                break;
+            }
+            for ev in events {
+                if ev.mask.contains(F::IN_Q_OVERFLOW) {
+                    return Err("the kernel's event queue overflowed".into());
+                }
+                if ev.mask.contains(F::IN_IGNORED) {
+                    self.wds.remove(&ev.wd);
+                    continue;
+                }
+                let Some(dir) = self.wds.get(&ev.wd).cloned() else {
+                    continue;
+                };
+                let Some(name) = ev.name else {
+                    if dir.as_os_str().is_empty()
+                        && ev.mask.intersects(F::IN_DELETE_SELF | F::IN_MOVE_SELF)
+                    {
+                        return Err("the root itself moved or went away".into());
+                    }
+                    continue;
+                };
+                let path = dir.join(&name);
+                let is_dir = ev.mask.contains(F::IN_ISDIR);
+                if is_dir && ev.mask.intersects(F::IN_MOVED_FROM | F::IN_MOVED_TO) {
+                    return Err(format!("directory {} moved", path.display()));
+                }
+                if ev
+                    .mask
+                    .intersects(F::IN_CREATE | F::IN_DELETE | F::IN_MOVED_FROM | F::IN_MOVED_TO)
+                {
+                    if ev.mask.intersects(F::IN_CREATE | F::IN_MOVED_TO) {
+                        created.insert(path.clone());
+                    }
+                    dirs.insert(dir);
+                } else if is_dir {
+                    // a directory's mode changed: it may have become
+                    // (un)readable; list it again
+                    dirs.insert(path);
+                } else {
+                    files.insert(path);
+                }
+            }
+            if files.len() + dirs.len() > MAX_SYNC {
+                return Err(format!("more than {MAX_SYNC} entries changed"));
+            }
+        }
+        let mut scratch = None::<Scratch>;
+        for d in &dirs {
+            self.relist(rt, d, &created, &mut scratch)?;
+        }
+        for f in files {
+            let s = scratch.get_or_insert_with(Scratch::default);
+            self.summarize(rt, &f, s);
+        }
+        if self.bytes > self.budget {
+            return Err(format!("over the budget of {} bytes", self.budget));
+        }
+        Ok(())
+    }
+
+    /// List the directory `rel` again: entries gone are dropped (with what
+    /// was below them), new ones added (a new directory walked whole), and
+    /// files that are new or were created again get a fresh filter.
+    fn relist(
+        &mut self,
+        rt: &Runtime,
+        rel: &Path,
+        created: &BTreeSet<PathBuf>,
+        scratch: &mut Option<Scratch>,
+    ) -> Result<(), String> {
+        let at = self.root_at.below(rel);
+        let listed = at
+            .loc()
+            .open_dir()
+            .and_then(|fd| dir::read_sorted(fd.as_fd()));
+        let Some(old) = self.tree.find_mut(rel) else {
+            // not in the snapshot (below a directory being dropped)
+            return Ok(());
+        };
+        let mut old_entries = std::mem::take(&mut old.entries);
+        let entries = listed.unwrap_or_default();
+        let mut next = Vec::with_capacity(entries.len());
+        let mut dropped: Vec<tree::Entry> = Vec::new();
+        let mut walk_new: Vec<(usize, PathBuf)> = Vec::new();
+        let mut refilter: Vec<PathBuf> = Vec::new();
+        let mut old_iter = old_entries.drain(..).peekable();
+        for e in entries {
+            // drop old entries sorting before this one
+            while old_iter
+                .peek()
+                .is_some_and(|o| o.name.as_encoded_bytes() < e.name.as_encoded_bytes())
+            {
+                dropped.push(old_iter.next().expect("peeked"));
+            }
+            let path = rel.join(&e.name);
+            let same = old_iter
+                .peek()
+                .is_some_and(|o| o.name == e.name && o.kind == e.kind)
+                && !created.contains(&path);
+            if same {
+                next.push(old_iter.next().expect("peeked"));
+                continue;
+            }
+            if old_iter.peek().is_some_and(|o| o.name == e.name) {
+                dropped.push(old_iter.next().expect("peeked"));
+            }
+            match e.kind {
+                Kind::Dir => walk_new.push((next.len(), path)),
+                Kind::File => refilter.push(path),
+                _ => {}
+            }
+            self.bytes += ENTRY_OVERHEAD + e.name.len();
+            next.push(tree::Entry {
+                name: e.name,
+                kind: e.kind,
+                sub: (e.kind == Kind::Dir).then(Box::default),
+            });
+        }
+        dropped.extend(old_iter);
+        drop(old_entries);
+        for d in dropped {
+            self.forget(rel, d);
+        }
+        for (i, path) in walk_new {
+            let sub = self.walk_below(rt, &path)?;
+            next[i].sub = Some(Box::new(sub));
+        }
+        if let Some(dir) = self.tree.find_mut(rel) {
+            dir.entries = next;
+        }
+        let s = scratch.get_or_insert_with(Scratch::default);
+        for f in refilter {
+            self.summarize(rt, &f, s);
+        }
+        Ok(())
+    }
+
+    /// Drop an entry of `parent` and everything below it.
+    fn forget(&mut self, parent: &Path, e: tree::Entry) {
+        self.bytes = self.bytes.saturating_sub(ENTRY_OVERHEAD + e.name.len());
+        let path = parent.join(&e.name);
+        if let Some(old) = self.files.remove(&path) {
+            self.bytes = self
+                .bytes
+                .saturating_sub(old.content.bytes() + FILE_OVERHEAD);
+        }
+        if let Some(sub) = e.sub {
+            let wds: Vec<WatchDescriptor> = self
+                .wds
+                .iter()
+                .filter(|(_, p)| **p == path)
+                .map(|(w, _)| *w)
+                .collect();
+            for wd in wds {
+                self.wds.remove(&wd);
+                let _ = self.ino.rm_watch(wd);
+            }
+            for child in sub.entries {
+                self.forget(&path, child);
+            }
+        }
+    }
+}
+
+fn attach(stack: &mut [(usize, Dir)], done: Dir) {
+    if let Some((_, parent)) = stack.last_mut() {
+        if let Some(last) = parent.entries.last_mut() {
+            last.sub = Some(Box::new(done));
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The tree snapshot: every entry of an indexed root, in the order the
+//! handle walk meets them, and a replay that hands a search exactly the
+//! entries [`crate::jail::walk::walk`] would.
+
+use crate::jail::dir::Kind;
+use crate::jail::walk::Step;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// One directory: its entries sorted by name (byte order), as
+/// `jail::dir::read_sorted` returns them.
+#[derive(Debug, Default)]
+pub struct Dir {
+    pub entries: Vec<Entry>,
+}
+
+#[derive(Debug)]
+pub struct Entry {
+    pub name: OsString,
+    pub kind: Kind,
+    /// A directory's own entries (empty for one that could not be read,
+    /// which a walk does not enter either).
+    pub sub: Option<Box<Dir>>,
+}
+
+/// What a replay shows the visitor (the fields of a walk node a search
+/// reads).
+pub struct Seen<'a> {
+    pub name: &'a OsStr,
+    pub kind: Kind,
+    /// Absolute path.
+    pub path: &'a Path,
+    /// Relative to the replayed folder.
+    pub rel: &'a Path,
+    /// 1 for the folder's entries, …
+    pub depth: usize,
+}
+
+impl Dir {
+    /// The directory at `rel` below this one.
+    pub fn find(&self, rel: &Path) -> Option<&Dir> {
+        let mut at = self;
+        for part in rel.components() {
+            let name = part.as_os_str();
+            let i = at.position(name)?;
+            at = at.entries[i].sub.as_deref()?;
+        }
+        Some(at)
+    }
+
+    pub fn find_mut(&mut self, rel: &Path) -> Option<&mut Dir> {
+        let mut at = self;
+        for part in rel.components() {
+            let name = part.as_os_str();
+            let i = at.position(name)?;
+            at = at.entries[i].sub.as_deref_mut()?;
+        }
+        Some(at)
+    }
+
+    pub fn position(&self, name: &OsStr) -> Option<usize> {
+        self.entries
+            .binary_search_by(|e| e.name.as_bytes().cmp(name.as_bytes()))
+            .ok()
+    }
+
+    /// Every file below, relative to this directory (prefixed with `base`).
+    pub fn files(&self, base: &Path, out: &mut Vec<PathBuf>) {
+        for e in &self.entries {
+            let rel = base.join(&e.name);
+            match &e.sub {
+                Some(sub) => sub.files(&rel, out),
+                None if e.kind == Kind::File => out.push(rel),
+                None => {}
+            }
+        }
+    }
+
+    /// Entries below, this directory's own included.
+    pub fn count(&self) -> usize {
+        self.entries
+            .iter()
+            .map(|e| 1 + e.sub.as_ref().map_or(0, |s| s.count()))
+            .sum()
+    }
+
+    /// Hand `visit` every entry below, depth first in name order, as the
+    /// handle walk does with `skip_hidden` (names starting with `.` left
+    /// out, and what is below them). `path` is this directory's absolute
+    /// path, `rel` its path relative to the replayed folder. Returns false
+    /// once `visit` said [`Step::Stop`].
+    pub fn replay(
+        &self,
+        path: &Path,
+        rel: &Path,
+        depth: usize,
+        skip_hidden: bool,
+        visit: &mut dyn FnMut(&Seen<'_>) -> Step,
+    ) -> bool {
+        for e in &self.entries {
+            if skip_hidden && e.name.as_bytes().first() == Some(&b'.') {
+                continue;
+            }
+            let p = path.join(&e.name);
+            let r = rel.join(&e.name);
+            let seen = Seen {
+                name: &e.name,
+                kind: e.kind,
+                path: &p,
+                rel: &r,
+                depth: depth + 1,
+            };
+            match visit(&seen) {
+                Step::Stop => return false,
+                Step::Skip => continue,
+                Step::Descend => {}
+            }
+            if let Some(sub) = &e.sub {
+                if !sub.replay(&p, &r, depth + 1, skip_hidden, visit) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
