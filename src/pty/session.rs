@@ -77,9 +77,15 @@ const WRITE_WAIT: Duration = Duration::from_secs(5);
 /// answer faster than it routes a call: a write answered as soon as the echo
 /// went out reaches the page first, and the echo then waits for the page's
 /// delayed ACK (~40 ms; seen on the wire). Answered after the page took the
-/// echo, the answer follows it. A program that does not echo costs its
-/// writes this long.
-pub const ECHO_WAIT: Duration = Duration::from_millis(25);
+/// echo, the answer follows it. The wait adapts: while the program echoes,
+/// up to [`ECHO_WAIT`] (a loaded machine can take tens of ms to echo, and
+/// an answer that goes first costs the 40 ms wait on top); once a write's
+/// echo did not come in time (a program that does not echo, a password
+/// prompt), the next writes wait only [`ECHO_WAIT_QUIET`], until one is
+/// echoed again. Only the answer waits, never the input itself.
+pub const ECHO_WAIT: Duration = Duration::from_millis(100);
+/// The wait of a write to a program that did not echo the last one.
+pub const ECHO_WAIT_QUIET: Duration = Duration::from_millis(5);
 
 /// Where output goes while someone is attached.
 #[derive(Debug, Clone)]
@@ -191,6 +197,8 @@ pub struct Session {
     /// Every frame up to this sequence was delivered to the output
     /// function (mirrors `State::delivered` for waiters).
     delivered: watch::Sender<u64>,
+    /// The last write's echo was delivered within its wait.
+    echoes: std::sync::atomic::AtomicBool,
     exit: watch::Receiver<Option<End>>,
     tree: Arc<Tree>,
     outbound: Option<Arc<dyn Outbound>>,
@@ -279,6 +287,7 @@ impl Session {
             }),
             changed,
             delivered: watch::channel(0u64).0,
+            echoes: std::sync::atomic::AtomicBool::new(true),
             exit: exit_rx,
             tree: tree.clone(),
             outbound: start.outbound,
@@ -632,8 +641,17 @@ impl Session {
         drop(gate);
         if attached && off > 0 {
             // answer after the page took the echo ([`ECHO_WAIT`])
+            use std::sync::atomic::Ordering::Relaxed;
+            let wait = if self.echoes.load(Relaxed) {
+                ECHO_WAIT
+            } else {
+                ECHO_WAIT_QUIET
+            };
             let mut rx = self.delivered.subscribe();
-            drop(tokio::time::timeout(ECHO_WAIT, rx.wait_for(|&d| d > before)).await);
+            let echoed = tokio::time::timeout(wait, rx.wait_for(|&d| d > before))
+                .await
+                .is_ok_and(|r| r.is_ok());
+            self.echoes.store(echoed, Relaxed);
         }
         Ok(off)
     }
