@@ -42,7 +42,7 @@ use nix::sys::inotify::{AddWatchFlags as F, InitFlags, Inotify, WatchDescriptor}
 use std::collections::{BTreeSet, HashMap};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use tree::Dir;
 
 /// Changed entries one search applies itself; past it the index is
@@ -93,8 +93,7 @@ enum State {
     /// left, root gone): why.
     Off {
         why: String,
-        runtime: Weak<Runtime>,
-        budget: usize,
+        config: Box<crate::config::Config>,
     },
 }
 
@@ -107,9 +106,9 @@ pub struct Lease {
 /// What the index knows of a root.
 struct RootIndex {
     root_at: Resolved,
-    /// The runtime the index was built under: a reload (new policy,
-    /// new budgets) rebuilds it.
-    runtime: Weak<Runtime>,
+    /// The configuration the index was built under: a reload that changes
+    /// it (a new policy, new budgets) rebuilds the index.
+    config: crate::config::Config,
     tree: Dir,
     files: HashMap<PathBuf, Summary>,
     ino: Inotify,
@@ -138,10 +137,6 @@ pub enum Verdict {
     Read,
 }
 
-fn same(w: &Weak<Runtime>, rt: &Arc<Runtime>) -> bool {
-    w.upgrade().is_some_and(|r| Arc::ptr_eq(&r, rt))
-}
-
 impl Indexes {
     pub fn new() -> Indexes {
         Indexes::default()
@@ -164,10 +159,8 @@ impl Indexes {
         let build = match &mut *guard {
             State::Building => false,
             State::New => true,
-            State::Off {
-                runtime, budget: b, ..
-            } => !same(runtime, rt) || *b != budget,
-            State::Ready(ix) if same(&ix.runtime, rt) && ix.budget == budget => match ix.sync(rt) {
+            State::Off { config, .. } => **config != rt.config,
+            State::Ready(ix) if ix.config == rt.config => match ix.sync(rt) {
                 Ok(()) => {
                     self.served
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -331,8 +324,7 @@ fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize) {
                     tracing::info!(root = %slot.root.display(), "search index not built: {why}; searches scan");
                     State::Off {
                         why,
-                        runtime: Arc::downgrade(&rt),
-                        budget,
+                        config: Box::new(rt.config.clone()),
                     }
                 }
             };
@@ -340,8 +332,7 @@ fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize) {
     if let Err(e) = spawned {
         *state.blocking_lock() = State::Off {
             why: format!("no thread for the build: {e}"),
-            runtime: Weak::new(),
-            budget: 0,
+            config: Box::new(crate::config::Config::zero_config()),
         };
     }
 }
@@ -361,7 +352,7 @@ fn build(rt: &Arc<Runtime>, root: &Path, budget: usize) -> Result<RootIndex, Str
         .map_err(|e| format!("no inotify instance: {e}"))?;
     let mut ix = RootIndex {
         root_at,
-        runtime: Arc::downgrade(rt),
+        config: rt.config.clone(),
         tree: Dir::default(),
         files: HashMap::new(),
         ino,

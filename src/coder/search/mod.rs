@@ -354,6 +354,7 @@ pub(crate) fn run(
         }
         _ => None,
     };
+    let lease_ms = started.elapsed().as_secs_f64() * 1e3;
     let lease = lease.filter(|(l, rel)| l.has_dir(rel)).map(|(l, rel)| {
         plan.index_rel = rel;
         l
@@ -384,6 +385,7 @@ pub(crate) fn run(
             walk::walk(rt, &plan, None, |_| true),
         ),
     };
+    let indexed = lease.is_some();
     drop(lease);
     let note = include_note(&req.include_globs, &plan.filters.anchor, &walked);
     let (path_matches, path_bytes, paths_cut) = paths::finish(
@@ -396,6 +398,8 @@ pub(crate) fn run(
     tracing::debug!(
         total_ms = started.elapsed().as_secs_f64() * 1e3,
         files_scanned = scanned.files_scanned,
+        indexed,
+        lease_ms,
         "coder::search finished"
     );
     let stop_reason =
