@@ -147,14 +147,30 @@ pub async fn grep(ctx: Ctx, req: GrepRequest) -> Result<GrepResponse, Failure> {
     let max_matches = req.max_matches.min(MAX_MATCHES_CEILING);
     let max_line = req.max_line_bytes.min(MAX_LINE_CEILING);
     let max_file = ctx.runtime.config.fs.max_read_bytes;
+    let index = ctx.services.index.clone();
+    let trigrams = crate::index::query::of_pattern(&req.pattern, true, req.ignore_case)
+        .filter(|q| !q.is_all());
     super::blocking(move || {
+        // The content index rules out files the pattern cannot match (it
+        // never adds any: the walk below is the disk's).
+        let lease = match &trigrams {
+            Some(_) if tree.recursive => index.lease(&tree.runtime, &tree.root),
+            _ => None,
+        };
+        let skip = |abs: &std::path::Path| match (&lease, &trigrams) {
+            (Some((l, _)), Some(q)) => l.verdict(abs, q, max_file) != crate::index::Verdict::Read,
+            _ => false,
+        };
         Ok(search(
             &tree,
             &raw,
             matcher,
-            max_matches,
-            max_line,
-            max_file,
+            Limits {
+                max_matches,
+                max_line,
+                max_file,
+            },
+            &skip,
         ))
     })
     .await
@@ -240,14 +256,25 @@ const MAX_LINE_CEILING: u64 = 1 << 20;
 /// newlines is one line): past it the file is skipped.
 const HEAP_LIMIT: usize = 64 << 20;
 
+/// One grep's caps.
+struct Limits {
+    max_matches: u64,
+    max_line: u64,
+    max_file: u64,
+}
+
 fn search(
     tree: &Tree,
     raw: &str,
     matcher: grep_regex::RegexMatcher,
-    max_matches: u64,
-    max_line: u64,
-    max_file: u64,
+    limits: Limits,
+    skip: &(dyn Fn(&std::path::Path) -> bool + Sync),
 ) -> GrepResponse {
+    let Limits {
+        max_matches,
+        max_line,
+        max_file,
+    } = limits;
     let shared = Shared {
         found: Mutex::new(Vec::new()),
         truncated: AtomicBool::new(false),
@@ -265,6 +292,10 @@ fn search(
         move |found: super::tree::Found| {
             if shared.full() {
                 return false;
+            }
+            // proven to hold no match (or skipped unread by the scan anyway)
+            if skip(&found.abs) {
+                return true;
             }
             // Regular files only (a FIFO would block the walk), and none over
             // fs.max_read_bytes (0 = unlimited), like coder::search.

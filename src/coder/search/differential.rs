@@ -254,8 +254,13 @@ async fn index_answers_equal_scan_answers() {
     cfg.fs.allow_unjailed = false;
     cfg.fs.host_roots = vec![root.clone()];
     cfg.turns.data_dir = journal.path().to_path_buf();
+    let mut off = cfg.clone();
+    off.code.search_index_max_bytes = 0;
     let services = Services::standalone(Runtime::build(cfg).unwrap());
+    // the same tree with the index off: shell::fs::grep's reference
+    let scanning = Services::standalone(Runtime::build(off).unwrap());
     let index = services.index.clone();
+    let mut greps = 0usize;
     let mut compared = 0usize;
     let mut served = 0usize;
     for round in 0..80 {
@@ -288,6 +293,27 @@ async fn index_answers_equal_scan_answers() {
             compared += 1;
             served += usize::from(was_served);
         }
+        // shell::fs::grep: the index only rules files out of its disk walk
+        for _ in 0..3 {
+            let q = random_query(&mut rng);
+            let pattern = if q["regex"] == true {
+                q["query"].as_str().unwrap().to_string()
+            } else {
+                regex_syntax::escape(q["query"].as_str().unwrap())
+            };
+            let req = json!({"path": root, "pattern": pattern, "ignore_case": q["ignore_case"],
+                              "max_matches": 100_000, "max_line_bytes": 1 << 20});
+            let a = Catalog::standard()
+                .call(&services, "shell::fs::grep", req.clone())
+                .await;
+            let b = Catalog::standard()
+                .call(&scanning, "shell::fs::grep", req.clone())
+                .await;
+            let a = a.map_err(|e| e.message);
+            let b = b.map_err(|e| e.message);
+            assert_eq!(a, b, "seed {seed}, round {round}, grep {req}");
+            greps += 1;
+        }
         if round == 0 {
             let ix = index.clone();
             tokio::task::spawn_blocking(move || ix.settle(std::time::Duration::from_secs(20)))
@@ -296,7 +322,8 @@ async fn index_answers_equal_scan_answers() {
         }
     }
     eprintln!(
-        "differential: {compared} searches compared, {served} served by the index (seed {seed})"
+        "differential: {compared} searches and {greps} greps compared, {served} searches served \
+         by the index (seed {seed})"
     );
     assert!(compared >= 2400);
     assert!(
@@ -304,4 +331,5 @@ async fn index_answers_equal_scan_answers() {
         "the index served {served} of {compared} searches"
     );
     services.shutdown().await;
+    scanning.shutdown().await;
 }
