@@ -274,10 +274,15 @@ impl Lease {
     /// What a search of `q` (skipping files over `max_read_bytes`, 0: no
     /// limit) does with the file at absolute `path`.
     pub fn verdict(&self, path: &Path, q: &query::Query, max_read_bytes: u64) -> Verdict {
+        match path.strip_prefix(&self.ix().root_at.path) {
+            Ok(rel) => self.verdict_rel(rel, q, max_read_bytes),
+            Err(_) => Verdict::Read,
+        }
+    }
+
+    /// [`Lease::verdict`] of the file at `rel`, relative to the root.
+    pub fn verdict_rel(&self, rel: &Path, q: &query::Query, max_read_bytes: u64) -> Verdict {
         let ix = self.ix();
-        let Ok(rel) = path.strip_prefix(&ix.root_at.path) else {
-            return Verdict::Read;
-        };
         match ix.files.get(rel) {
             Some(Summary {
                 linked: false,
@@ -413,10 +418,15 @@ impl RootIndex {
                 let (_, done) = stack.pop().expect("non-empty");
                 attach(&mut stack, done);
             }
+            let known = tree::Known {
+                protected: rt.policy.is_protected(node.path),
+                excluded: rt.policy.is_excluded(node.path),
+            };
             let top = &mut stack.last_mut().expect("the root frame").1;
             top.entries.push(tree::Entry {
                 name: node.name.to_os_string(),
                 kind: node.kind,
+                known,
                 sub: None,
             });
             self.bytes += ENTRY_OVERHEAD + node.name.len();
@@ -606,6 +616,7 @@ impl RootIndex {
             if old_iter.peek().is_some_and(|o| o.name == e.name) {
                 dropped.push(old_iter.next().expect("peeked"));
             }
+            let abs = self.root_at.path.join(&path);
             match e.kind {
                 Kind::Dir => walk_new.push((next.len(), path)),
                 Kind::File => refilter.push(path),
@@ -613,6 +624,10 @@ impl RootIndex {
             }
             self.bytes += ENTRY_OVERHEAD + e.name.len();
             next.push(tree::Entry {
+                known: tree::Known {
+                    protected: rt.policy.is_protected(&abs),
+                    excluded: rt.policy.is_excluded(&abs),
+                },
                 name: e.name,
                 kind: e.kind,
                 sub: (e.kind == Kind::Dir).then(Box::default),

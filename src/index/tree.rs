@@ -19,9 +19,20 @@ pub struct Dir {
 pub struct Entry {
     pub name: OsString,
     pub kind: Kind,
+    /// The policy's word on the entry, under the configuration the index
+    /// was built for (a new configuration rebuilds the index).
+    pub known: Known,
     /// A directory's own entries (empty for one that could not be read,
     /// which a walk does not enter either).
     pub sub: Option<Box<Dir>>,
+}
+
+/// What the policy says of an entry: protected (`fs.denylist_paths`,
+/// `code.non_accessible_globs`), under a default exclude.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Known {
+    pub protected: bool,
+    pub excluded: bool,
 }
 
 /// What a replay shows the visitor (the fields of a walk node a search
@@ -35,6 +46,8 @@ pub struct Seen<'a> {
     pub rel: &'a Path,
     /// 1 for the folder's entries, …
     pub depth: usize,
+    /// The policy's word, when the index knows it (a disk walk asks).
+    pub known: Option<Known>,
 }
 
 impl Dir {
@@ -110,6 +123,7 @@ impl Dir {
                 path: &p,
                 rel: &r,
                 depth: depth + 1,
+                known: Some(e.known),
             };
             match visit(&seen) {
                 Step::Stop => return false,

@@ -306,6 +306,9 @@ pub(crate) struct Plan {
     /// The searched folder relative to the index root (when an index
     /// serves the search).
     pub index_rel: PathBuf,
+    /// The content pattern's trigram query (when an index serves the
+    /// search and the pattern has fragments).
+    pub trigrams: Option<crate::index::query::Query>,
 }
 
 impl Plan {
@@ -359,14 +362,10 @@ pub(crate) fn run(
         plan.index_rel = rel;
         l
     });
-    let trigrams = lease
+    plan.trigrams = lease
         .as_ref()
-        .and_then(|_| crate::index::query::of_pattern(&req.query, req.regex, req.ignore_case));
-    let max_read = plan.max_read_bytes;
-    let verdict = |path: &Path| match (&lease, &trigrams) {
-        (Some(l), Some(q)) => l.verdict(path, q, max_read),
-        _ => crate::index::Verdict::Read,
-    };
+        .and_then(|_| crate::index::query::of_pattern(&req.query, req.regex, req.ignore_case))
+        .filter(|q| !q.is_all());
     let (scanned, walked) = match &plan.content {
         Some(q) => scan::scan_while(
             q,
@@ -377,7 +376,7 @@ pub(crate) fn run(
             // early stopping; the final cut below uses the true remainder.
             plan.budget,
             plan.max_read_bytes,
-            &verdict,
+            &plan.root_at,
             |on_file| walk::walk(rt, &plan, lease.as_ref(), on_file),
         ),
         None => (
@@ -562,6 +561,7 @@ fn plan(rt: &Runtime, req: &SearchInput, cancel: Arc<AtomicBool>) -> crate::erro
         max_read_bytes: rt.config.fs.max_read_bytes,
         cancel,
         index_rel: PathBuf::new(),
+        trigrams: None,
     })
 }
 

@@ -110,8 +110,8 @@ pub(crate) fn scan_while<R>(
     max_matches: usize,
     budget: usize,
     max_read_bytes: u64,
-    verdict: &(dyn Fn(&std::path::Path) -> crate::index::Verdict + Sync),
-    walk: impl FnOnce(&mut dyn FnMut(Resolved) -> bool) -> R,
+    root_at: &Resolved,
+    walk: impl FnOnce(&mut dyn FnMut(super::walk::FileRef<'_>) -> bool) -> R,
 ) -> (Collected, R) {
     let limits = Limits {
         max_matches,
@@ -123,6 +123,24 @@ pub(crate) fn scan_while<R>(
     let (tx, rx) = mpsc::channel::<(usize, Resolved)>();
     let queue = Mutex::new(rx);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // A file's findings into its slot, and the completed prefix advanced.
+    let settle = |i: usize, hits: FileHits| {
+        let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+        if p.slots.len() <= i {
+            p.slots.resize_with(i + 1, || None);
+        }
+        p.slots[i] = Some(hits);
+        let p = &mut *p;
+        while let Some(Some(hits)) = p.slots.get(p.done) {
+            p.count += hits.matches.len();
+            p.bytes += hits.matches.iter().map(|(_, c)| c).sum::<usize>();
+            p.done += 1;
+            if p.count > max_matches || p.bytes > budget {
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+    };
     let worker = || {
         let mut searcher = q.searcher();
         let mut buf = Vec::new();
@@ -134,33 +152,8 @@ pub(crate) fn scan_while<R>(
             let Ok((i, path)) = next else {
                 break;
             };
-            // what the index proves needs no read: exactly what the read
-            // would have found (nothing; or a binary file, skipped)
-            let hits = match verdict(&path.path) {
-                crate::index::Verdict::NoMatch => FileHits {
-                    matches: Vec::new(),
-                    searched: true,
-                },
-                crate::index::Verdict::Skipped => FileHits::default(),
-                crate::index::Verdict::Read => {
-                    search_file(&mut searcher, q, &path, &limits, &mut buf)
-                }
-            };
-            let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
-            if p.slots.len() <= i {
-                p.slots.resize_with(i + 1, || None);
-            }
-            p.slots[i] = Some(hits);
-            let p = &mut *p;
-            while let Some(Some(hits)) = p.slots.get(p.done) {
-                p.count += hits.matches.len();
-                p.bytes += hits.matches.iter().map(|(_, c)| c).sum::<usize>();
-                p.done += 1;
-                if p.count > max_matches || p.bytes > budget {
-                    stop.store(true, Ordering::Relaxed);
-                    break;
-                }
-            }
+            let hits = search_file(&mut searcher, q, &path, &limits, &mut buf);
+            settle(i, hits);
         }
     };
     let walked = std::thread::scope(|s| {
@@ -168,10 +161,32 @@ pub(crate) fn scan_while<R>(
             s.spawn(worker);
         }
         let mut next = 0usize;
-        let walked = walk(&mut |path| {
+        let walked = walk(&mut |file| {
             if stop.load(Ordering::Relaxed) {
                 return false;
             }
+            use super::walk::FileRef;
+            use crate::index::Verdict;
+            let path = match file {
+                FileRef::Root => root_at.clone(),
+                // what the index proves needs no read, settled here: exactly
+                // what the read would conclude (nothing found; or skipped)
+                FileRef::Below(_, Verdict::NoMatch) => {
+                    let hits = FileHits {
+                        matches: Vec::new(),
+                        searched: true,
+                    };
+                    settle(next, hits);
+                    next += 1;
+                    return true;
+                }
+                FileRef::Below(_, Verdict::Skipped) => {
+                    settle(next, FileHits::default());
+                    next += 1;
+                    return true;
+                }
+                FileRef::Below(rel, Verdict::Read) => root_at.below(rel),
+            };
             let sent = tx.send((next, path)).is_ok();
             next += 1;
             sent

@@ -11,14 +11,24 @@
 use super::paths::{PathHit, PathScorer};
 use super::{Filters, PathMatchKind, Plan};
 use crate::error::Surface;
+use crate::index::Verdict;
 use crate::index::tree::Seen;
 use crate::jail;
 use crate::jail::dir::Kind;
 use crate::jail::walk::{Options, Step};
-use crate::policy::{Resolved, Tail};
+use crate::policy::Tail;
 use crate::runtime::Runtime;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// A file the walk hands the content scan.
+pub(crate) enum FileRef<'a> {
+    /// The searched path itself is the file.
+    Root,
+    /// A file below the searched folder (relative to it), with what the
+    /// index proved about it ([`Verdict::Read`] when nothing).
+    Below(&'a Path, Verdict),
+}
 
 /// What a walk found besides the files it handed over.
 #[derive(Debug, Default)]
@@ -40,7 +50,7 @@ pub(crate) fn walk(
     rt: &Arc<Runtime>,
     plan: &Plan,
     index: Option<&crate::index::Lease>,
-    mut on_file: impl FnMut(Resolved) -> bool,
+    mut on_file: impl FnMut(FileRef<'_>) -> bool,
 ) -> Walked {
     let mut include_matched = plan.filters.include.is_empty();
     let mut first_file: Option<PathBuf> = None;
@@ -62,7 +72,7 @@ pub(crate) fn walk(
     if root_kind == Kind::File {
         // A file as the search root: the walk is that one file.
         if content_open && !rt.policy.is_protected(&plan.root) {
-            on_file(plan.root_at.clone());
+            on_file(FileRef::Root);
         }
         if let Some(scorer) = scorer.as_mut() {
             let name = plan.root.file_name().unwrap_or_default();
@@ -103,7 +113,11 @@ pub(crate) fn walk(
         let path = node.path;
         // Protected entries never appear; a protected directory is still
         // walked, since the policy judges each path on its own.
-        if rt.policy.is_protected(path) {
+        let protected = match node.known {
+            Some(k) => k.protected,
+            None => rt.policy.is_protected(path),
+        };
+        if protected {
             return Step::Descend;
         }
         let f = &plan.filters;
@@ -117,8 +131,21 @@ pub(crate) fn walk(
             }
         }
         // Once the content answer is settled the walk goes on for paths only.
-        if node.kind == Kind::File && content_open && !on_file(plan.root_at.below(node.rel)) {
-            content_open = false;
+        if node.kind == Kind::File && content_open {
+            // what the index proves about the file, if it serves the walk
+            let verdict = match (index, &plan.trigrams, node.known) {
+                (Some(lease), Some(q), Some(_)) => {
+                    if plan.index_rel.as_os_str().is_empty() {
+                        lease.verdict_rel(node.rel, q, plan.max_read_bytes)
+                    } else {
+                        lease.verdict_rel(&plan.index_rel.join(node.rel), q, plan.max_read_bytes)
+                    }
+                }
+                _ => Verdict::Read,
+            };
+            if !on_file(FileRef::Below(node.rel, verdict)) {
+                content_open = false;
+            }
         }
         if let Some(scorer) = scorer.as_mut().filter(|_| hits.len() < hit_cap) {
             if let Some(hit) = match_path(rt, plan, scorer, node) {
@@ -143,6 +170,7 @@ pub(crate) fn walk(
                 path: node.path,
                 rel: node.rel,
                 depth: node.depth,
+                known: None,
             })
         });
     }
@@ -165,7 +193,12 @@ fn prunes(rt: &Runtime, f: &Filters, node: &Seen<'_>) -> bool {
     {
         return true;
     }
-    if f.use_default_excludes && rt.policy.is_excluded(path) {
+    if f.use_default_excludes
+        && match node.known {
+            Some(k) => k.excluded,
+            None => rt.policy.is_excluded(path),
+        }
+    {
         return true;
     }
     if f.exclude.is_empty() {
