@@ -1,7 +1,12 @@
 //! One file's trigrams, kept small: a Bloom filter (one hash) sized to the
 //! number of distinct trigrams.
 //!
-//! Two bits per distinct trigram: a trigram the file does not hold reads as
+//! Each distinct trigram goes in as itself and, marked, as its ASCII
+//! case fold ([`fold_key`]): a case-insensitive query asks for one folded
+//! trigram per position instead of every spelling (eight for three
+//! letters), which a filter this sparse would let through almost always.
+//!
+//! Two bits per key: a key the file does not hold reads as
 //! present with probability ≈ 39 %, so a query of eight trigrams lets a
 //! non-matching file through ≈ 0.05 % of the time (it is then read and
 //! matched for nothing, never reported). A present trigram always reads as
@@ -60,8 +65,20 @@ impl Content {
     }
 }
 
-/// Distinct trigrams of a byte string, with a reusable 2^24-bit scratch
-/// set (cleared again on the way out).
+/// The key of trigram `t` folded to ASCII lower case (bit 24 marks it).
+pub fn fold_key(t: u32) -> u32 {
+    let lower = |b: u32| {
+        if (0x41..=0x5A).contains(&b) {
+            b + 0x20
+        } else {
+            b
+        }
+    };
+    (1 << 24) | (lower(t >> 16) << 16) | (lower((t >> 8) & 0xFF) << 8) | lower(t & 0xFF)
+}
+
+/// Distinct keys of a byte string, with a reusable 2^25-bit scratch set
+/// (cleared again on the way out).
 pub struct Scratch {
     seen: Vec<u64>,
     list: Vec<u32>,
@@ -70,7 +87,7 @@ pub struct Scratch {
 impl Default for Scratch {
     fn default() -> Self {
         Scratch {
-            seen: vec![0; (1 << 24) / 64],
+            seen: vec![0; (1 << 25) / 64],
             list: Vec::new(),
         }
     }
@@ -84,11 +101,14 @@ impl Scratch {
         }
         self.list.clear();
         for w in bytes.windows(3) {
-            let t = trigram(w) as usize;
-            let (word, bit) = (t / 64, 1u64 << (t % 64));
-            if self.seen[word] & bit == 0 {
-                self.seen[word] |= bit;
-                self.list.push(t as u32);
+            let t = trigram(w);
+            for k in [t, fold_key(t)] {
+                let k = k as usize;
+                let (word, bit) = (k / 64, 1u64 << (k % 64));
+                if self.seen[word] & bit == 0 {
+                    self.seen[word] |= bit;
+                    self.list.push(k as u32);
+                }
             }
         }
         for &t in &self.list {
@@ -127,6 +147,9 @@ mod tests {
         };
         for w in text.windows(3) {
             assert!(f.has(trigram(w)));
+            assert!(f.has(fold_key(trigram(w))));
+            let upper: Vec<u8> = w.to_ascii_uppercase();
+            assert!(f.has(fold_key(trigram(&upper))), "the fold of any spelling");
         }
         // absent trigrams mostly read as absent
         let absent = (0..1000u32)

@@ -262,7 +262,13 @@ impl Lease {
         let Some(dir) = self.ix().tree.find(rel) else {
             return false;
         };
-        dir.replay(path, Path::new(""), 0, skip_hidden, visit);
+        dir.replay(
+            &mut path.to_path_buf(),
+            &mut PathBuf::new(),
+            0,
+            skip_hidden,
+            visit,
+        );
         true
     }
 

@@ -20,6 +20,9 @@ pub enum Query {
     All,
     /// The file holds this trigram.
     Tri(u32),
+    /// The file holds a trigram whose ASCII case fold is this one
+    /// ([`super::filter::fold_key`]).
+    Fold(u32),
     And(Vec<Query>),
     Or(Vec<Query>),
 }
@@ -75,6 +78,7 @@ impl Query {
         match self {
             Query::All => true,
             Query::Tri(t) => has(*t),
+            Query::Fold(t) => has(super::filter::fold_key(*t)),
             Query::And(x) => x.iter().all(|q| q.admits(has)),
             Query::Or(x) => x.iter().any(|q| q.admits(has)),
         }
@@ -88,23 +92,47 @@ impl Query {
 
 /// Every string of `set` present: OR over the strings of AND over each
 /// one's trigrams. A string shorter than three bytes leaves it open.
+///
+/// Strings that are ASCII spellings of one another (what case folding
+/// makes of a literal) count as one: their folded trigrams, which every
+/// spelling holds.
 fn of_strings(set: &BTreeSet<Vec<u8>>) -> Query {
-    let mut alts = Vec::new();
+    let mut groups: std::collections::BTreeMap<Vec<u8>, usize> = Default::default();
     for s in set {
         if s.len() < 3 {
             return Query::All;
         }
-        let mut q = Query::All;
-        let mut seen = BTreeSet::new();
-        for w in s.windows(3) {
-            let t = trigram(w);
-            if seen.insert(t) {
-                q = Query::and(q, Query::Tri(t));
-            }
+        if s.is_ascii() {
+            *groups.entry(s.to_ascii_lowercase()).or_default() += 1;
         }
-        alts.push(q);
+    }
+    let mut alts = Vec::new();
+    let mut folded = BTreeSet::new();
+    for s in set {
+        let lower = s.to_ascii_lowercase();
+        let spellings = if s.is_ascii() { groups[&lower] } else { 0 };
+        if spellings > 1 {
+            if folded.insert(lower.clone()) {
+                alts.push(all_of(&lower, Query::Fold));
+            }
+        } else {
+            alts.push(all_of(s, Query::Tri));
+        }
     }
     Query::or(alts)
+}
+
+/// Every trigram of `s`, as `leaf` makes them.
+fn all_of(s: &[u8], leaf: fn(u32) -> Query) -> Query {
+    let mut q = Query::All;
+    let mut seen = BTreeSet::new();
+    for w in s.windows(3) {
+        let t = trigram(w);
+        if seen.insert(t) {
+            q = Query::and(q, leaf(t));
+        }
+    }
+    q
 }
 
 /// What is known about a node: the exact strings it matches (when few), and
@@ -296,7 +324,10 @@ mod tests {
     }
 
     fn admits(q: &Query, text: &str) -> bool {
-        let have: BTreeSet<u32> = tris(text).into_iter().collect();
+        let have: BTreeSet<u32> = tris(text)
+            .into_iter()
+            .flat_map(|t| [t, crate::index::filter::fold_key(t)])
+            .collect();
         q.admits(&|t| have.contains(&t))
     }
 
@@ -318,6 +349,10 @@ mod tests {
             assert!(admits(&q, t), "{t}");
         }
         assert!(!admits(&q, "hallo"));
+        assert!(
+            matches!(&q, Query::And(x) if x.iter().all(|l| matches!(l, Query::Fold(_)))),
+            "one folded trigram per position, not every spelling: {q:?}"
+        );
         // Unicode folding: K also matches the Kelvin sign
         let k = of_pattern("kkk", false, true).unwrap();
         assert!(admits(&k, "\u{212A}kK"));

@@ -105,8 +105,8 @@ impl Dir {
     /// once `visit` said [`Step::Stop`].
     pub fn replay(
         &self,
-        path: &Path,
-        rel: &Path,
+        path: &mut PathBuf,
+        rel: &mut PathBuf,
         depth: usize,
         skip_hidden: bool,
         visit: &mut dyn FnMut(&Seen<'_>) -> Step,
@@ -115,27 +115,43 @@ impl Dir {
             if skip_hidden && e.name.as_bytes().first() == Some(&b'.') {
                 continue;
             }
-            let p = path.join(&e.name);
-            let r = rel.join(&e.name);
-            let seen = Seen {
-                name: &e.name,
-                kind: e.kind,
-                path: &p,
-                rel: &r,
-                depth: depth + 1,
-                known: Some(e.known),
-            };
-            match visit(&seen) {
-                Step::Stop => return false,
-                Step::Skip => continue,
-                Step::Descend => {}
-            }
-            if let Some(sub) = &e.sub {
-                if !sub.replay(&p, &r, depth + 1, skip_hidden, visit) {
-                    return false;
-                }
+            // one buffer per path for the whole replay, pushed and popped
+            path.push(&e.name);
+            rel.push(&e.name);
+            let go_on = self.visit_entry(e, path, rel, depth, skip_hidden, visit);
+            path.pop();
+            rel.pop();
+            if !go_on {
+                return false;
             }
         }
         true
+    }
+
+    fn visit_entry(
+        &self,
+        e: &Entry,
+        path: &mut PathBuf,
+        rel: &mut PathBuf,
+        depth: usize,
+        skip_hidden: bool,
+        visit: &mut dyn FnMut(&Seen<'_>) -> Step,
+    ) -> bool {
+        let seen = Seen {
+            name: &e.name,
+            kind: e.kind,
+            path,
+            rel,
+            depth: depth + 1,
+            known: Some(e.known),
+        };
+        match visit(&seen) {
+            Step::Stop => false,
+            Step::Skip => true,
+            Step::Descend => match &e.sub {
+                Some(sub) => sub.replay(path, rel, depth + 1, skip_hidden, visit),
+                None => true,
+            },
+        }
     }
 }

@@ -49,10 +49,14 @@ export class Api {
     this.iii = iii;
     /** The namespace of the ide this page works with (null: the console's own, where calls go unnamed). @type {string | null} */
     this.namespace = null;
+    /** When the page last sent terminal input (ms since the epoch; 0: never). */
+    this.lastKeystrokeAt = 0;
   }
 
   /** @param {string} id @param {any} payload @param {number} [timeoutMs] */
   async call(id, payload, timeoutMs = DEFAULT_TIMEOUT_MS) {
+    // typing in a terminal: background checks wait (see App.watchWorker)
+    if (id === "shell::pty::write") this.lastKeystrokeAt = Date.now();
     try {
       // the console's client takes {timeoutMs} (and routes by `namespace`); a client without options ignores them
       const options = this.namespace ? { timeoutMs, namespace: this.namespace } : { timeoutMs };

@@ -7,6 +7,8 @@ import { Api } from "./api.js";
 
 /** The base id of the per-tab change handler; the console appends `::<browserId>`. */
 export const CHANGED_HANDLER = "iii::ide-ui::changed";
+/** How long after the last terminal keystroke background checks wait. */
+const TYPING_QUIET_MS = 1000;
 /** How long a reconnect waits for ide to answer before re-reading anyway. */
 const WORKER_WAIT_MS = 60_000;
 
@@ -135,6 +137,15 @@ export class App {
     const run = ++this.workerRun;
     const tick = async () => {
       this.workerTimer = null;
+      // Not while the user types in a terminal: the check's answer, sent to
+      // the page just before a keystroke's echo, makes the echo wait for the
+      // page's delayed ACK (~40 ms; the engine keeps Nagle on). A second of
+      // quiet first costs the check nothing.
+      const typed = Date.now() - (this.api.lastKeystrokeAt ?? 0);
+      if (this.worker.state === "up" && typed < TYPING_QUIET_MS) {
+        if (!this.disposed && run === this.workerRun) this.workerTimer = setTimeout(tick, TYPING_QUIET_MS - typed);
+        return;
+      }
       await this.checkWorker();
       if (this.disposed || run !== this.workerRun) return;
       this.workerTimer = setTimeout(tick, this.worker.state === "away" ? 1000 : everyMs);

@@ -216,3 +216,29 @@ test("another ide process answering is a restart: bind again, re-read, say so; n
   assert.equal(app.worker.instance, null);
   app.dispose();
 });
+
+test("the identity check waits while the user types in a terminal", async () => {
+  const h = fakeHost();
+  h.iii.trigger = async (id, payload, options) => {
+    h.iii.calls.push([id, payload, options]);
+    return id === "shell::workspace::roots" ? { roots: ["/r"], host: { namespace: "default", worker_name: "ide", instance: "one", started_ms: 1 } } : {};
+  };
+  const app = new App({ iii: h.iii });
+  const checks = () => h.iii.calls.filter(([id]) => id === "shell::workspace::roots").length;
+  app.watchWorker(20);
+  while (checks() < 1) await new Promise((r) => setTimeout(r, 5));
+  // typing: a keystroke every 10 ms for 300 ms, no check meanwhile
+  const before = checks();
+  for (let i = 0; i < 30; i++) {
+    await app.api.call("shell::pty::write", { session_id: "s", access_key: "k", data: "eA==" });
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.equal(checks(), before, "no identity check while keystrokes flow");
+  // quiet again: the checks resume within about a second
+  const t0 = Date.now();
+  while (checks() === before) {
+    assert.ok(Date.now() - t0 < 3000, "the checks resume after the typing stops");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  app.dispose();
+});
