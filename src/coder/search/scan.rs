@@ -161,6 +161,7 @@ pub(crate) fn scan_while<R>(
             s.spawn(worker);
         }
         let mut next = 0usize;
+        let mut read = 0usize;
         let walked = walk(&mut |file| {
             if stop.load(Ordering::Relaxed) {
                 return false;
@@ -187,12 +188,14 @@ pub(crate) fn scan_while<R>(
                 }
                 FileRef::Below(rel, Verdict::Read) => root_at.below(rel),
             };
+            read += 1;
             let sent = tx.send((next, path)).is_ok();
             next += 1;
             sent
         });
         // Closing the queue lets the workers finish what is left and exit.
         drop(tx);
+        tracing::debug!(files = next, read, "coder::search scan handed out");
         walked
     });
     let slots = progress
