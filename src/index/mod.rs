@@ -56,6 +56,16 @@ const MAX_FILE: u64 = 16 * 1024 * 1024;
 const ENTRY_OVERHEAD: usize = 48;
 const FILE_OVERHEAD: usize = 96;
 
+/// The share of the user's inotify watches (`fs.inotify.max_user_watches`)
+/// one index may take: the change feed (`shell::changed`) and other
+/// programs need theirs.
+fn watch_cap() -> usize {
+    std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .map_or(4096, |n| n / 4)
+}
+
 fn mask() -> F {
     F::IN_CREATE
         | F::IN_DELETE
@@ -115,6 +125,8 @@ struct RootIndex {
     wds: HashMap<WatchDescriptor, PathBuf>,
     bytes: usize,
     budget: usize,
+    /// Most directories watched.
+    watch_cap: usize,
 }
 
 struct Summary {
@@ -370,6 +382,7 @@ fn build(rt: &Arc<Runtime>, root: &Path, budget: usize) -> Result<RootIndex, Str
         wds: HashMap::new(),
         bytes: 0,
         budget,
+        watch_cap: watch_cap(),
     };
     let tree = ix.walk_below(rt, Path::new(""))?;
     ix.tree = tree;
@@ -402,6 +415,14 @@ impl RootIndex {
                     node.open(nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY)
                 };
                 // unreadable: the walk does not enter it either
+                if self.wds.len() >= self.watch_cap {
+                    failed = Some(format!(
+                        "the tree has more than {} directories, a quarter of the user's inotify \
+                         watches (fs.inotify.max_user_watches); raise that limit to index it",
+                        self.watch_cap
+                    ));
+                    return Step::Stop;
+                }
                 if let Ok(fd) = watched {
                     let proc = crate::jail::proc_path(fd.as_fd());
                     match self.ino.add_watch(&proc, mask()) {
