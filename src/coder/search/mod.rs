@@ -84,7 +84,9 @@
 //! `Policy::resolve_existing`, every entry through `Policy::is_protected` /
 //! `Policy::is_excluded`, symlink targets through `Policy::resolve`.
 
+/// The index against the scan (test-only, like `tests.rs`).
 #[cfg(test)]
+#[path = "differential/tests.rs"]
 mod differential;
 mod paths;
 mod scan;
