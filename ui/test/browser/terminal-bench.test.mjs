@@ -228,6 +228,11 @@ test("keystroke to glyph, and a 50 MB cat stopped by Ctrl+C", async () => {
       keystroke_to_glyph_ms: { p50: round(quantile(glyph, 0.5)), p99: round(quantile(glyph, 0.99)), max: round(Math.max(...glyph)) },
       keystroke_to_write_answered_ms: { p50: round(quantile(writeRtt, 0.5)), p99: round(quantile(writeRtt, 0.99)) },
       keystroke_to_echo_parsed_ms: { p50: round(quantile(parsed, 0.5)), p99: round(quantile(parsed, 0.99)) },
+      // which keystrokes the tail is made of (index in the typing order)
+      slowest_keystrokes: glyph
+        .map((g, i) => ({ i, glyph: round(g), parsed: round(parsed[i]), write: round(writeRtt[i]) }))
+        .sort((x, y) => y.glyph - x.glyph)
+        .slice(0, 4),
       cat_50mb: {
         runs: CAT_RUNS,
         ctrl_c_to_prompt_ms: { all: stop.map(round), max: round(Math.max(...stop)) },
