@@ -148,16 +148,16 @@ pub async fn grep(ctx: Ctx, req: GrepRequest) -> Result<GrepResponse, Failure> {
     let max_line = req.max_line_bytes.min(MAX_LINE_CEILING);
     let max_file = ctx.runtime.config.fs.max_read_bytes;
     let index = ctx.services.index.clone();
-    let trigrams = crate::index::query::of_pattern(&req.pattern, true, req.ignore_case)
+    let ngrams = crate::index::query::of_pattern(&req.pattern, true, req.ignore_case)
         .filter(|q| !q.is_all());
     super::blocking(move || {
         // The content index rules out files the pattern cannot match (it
         // never adds any: the walk below is the disk's).
-        let lease = match &trigrams {
+        let lease = match &ngrams {
             Some(_) if tree.recursive => index.lease(&tree.runtime, &tree.root),
             _ => None,
         };
-        let skip = |abs: &std::path::Path| match (&lease, &trigrams) {
+        let skip = |abs: &std::path::Path| match (&lease, &ngrams) {
             (Some((l, _)), Some(q)) => l.verdict(abs, q, max_file) != crate::index::Verdict::Read,
             _ => false,
         };

@@ -1,5 +1,5 @@
 //! The search index: for each root the worker searches, a snapshot of its
-//! tree and a trigram filter of every file's bytes, kept current by the
+//! tree and an n-gram filter of every file's bytes, kept current by the
 //! kernel's change events and checked against them before every search.
 //!
 //! - **Build.** The first content search under a root starts a build on a
@@ -43,7 +43,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use tree::Dir;
+use tree::{Dir, Summary};
 
 /// Changed entries one search applies itself; past it the index is
 /// rebuilt instead.
@@ -120,21 +120,14 @@ struct RootIndex {
     /// it (a new policy, new budgets) rebuilds the index.
     config: crate::config::Config,
     tree: Dir,
-    files: HashMap<PathBuf, Summary>,
+    /// Files with a filter.
+    filtered: usize,
     ino: Inotify,
     wds: HashMap<WatchDescriptor, PathBuf>,
     bytes: usize,
     budget: usize,
     /// Most directories watched.
     watch_cap: usize,
-}
-
-struct Summary {
-    content: Content,
-    /// Bytes when filtered.
-    size: u64,
-    /// More than one hard link: a write elsewhere raises no event here.
-    linked: bool,
 }
 
 /// What a search sees of a file.
@@ -300,27 +293,38 @@ impl Lease {
 
     /// [`Lease::verdict`] of the file at `rel`, relative to the root.
     pub fn verdict_rel(&self, rel: &Path, q: &query::Query, max_read_bytes: u64) -> Verdict {
-        let ix = self.ix();
-        match ix.files.get(rel) {
-            Some(Summary {
-                linked: false,
-                content,
-                size,
-            }) => match content {
-                // too large for the scan: it reads nothing either
-                _ if max_read_bytes > 0 && *size > max_read_bytes => Verdict::Skipped,
-                Content::Binary => Verdict::Skipped,
-                Content::Dense => Verdict::Read,
-                Content::Filter(f) => {
-                    if q.admits(&|t| f.has(t)) {
-                        Verdict::Read
-                    } else {
-                        Verdict::NoMatch
-                    }
+        let summary = self
+            .ix()
+            .tree
+            .entry_at(rel)
+            .and_then(|e| e.summary.as_ref());
+        verdict(summary, q, max_read_bytes)
+    }
+}
+
+/// What a search of `q` (skipping files over `max_read_bytes`, 0: no limit)
+/// does with a file the index summarized as `summary` (`None`: it has no
+/// filter, so it is read).
+pub fn verdict(summary: Option<&Summary>, q: &query::Query, max_read_bytes: u64) -> Verdict {
+    match summary {
+        Some(Summary {
+            linked: false,
+            content,
+            size,
+        }) => match content {
+            // too large for the scan: it reads nothing either
+            _ if max_read_bytes > 0 && *size > max_read_bytes => Verdict::Skipped,
+            Content::Binary => Verdict::Skipped,
+            Content::Dense => Verdict::Read,
+            Content::Filter(f) => {
+                if q.admits(&|k| f.has(k)) {
+                    Verdict::Read
+                } else {
+                    Verdict::NoMatch
                 }
-            },
-            _ => Verdict::Read,
-        }
+            }
+        },
+        _ => Verdict::Read,
     }
 }
 
@@ -336,7 +340,7 @@ fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize) {
                 Ok(ix) => {
                     tracing::info!(
                         root = %slot.root.display(),
-                        files = ix.files.len(),
+                        files = ix.filtered,
                         bytes = ix.bytes,
                         ms = started.elapsed().as_millis() as u64,
                         "search index built"
@@ -377,7 +381,7 @@ fn build(rt: &Arc<Runtime>, root: &Path, budget: usize) -> Result<RootIndex, Str
         root_at,
         config: rt.config.clone(),
         tree: Dir::default(),
-        files: HashMap::new(),
+        filtered: 0,
         ino,
         wds: HashMap::new(),
         bytes: 0,
@@ -398,7 +402,6 @@ impl RootIndex {
         let mut stack: Vec<(usize, Dir)> = vec![(0, Dir::default())];
         let mut failed: Option<String> = None;
         let mut scratch = Scratch::default();
-        let mut files = Vec::new();
         let opts = Options {
             max_depth: None,
             skip_hidden: false,
@@ -449,19 +452,23 @@ impl RootIndex {
                 protected: rt.policy.is_protected(node.path),
                 excluded: rt.policy.is_excluded(node.path),
             };
+            // a file is read once, by its handle, after its directory's
+            // watch exists
+            let summary = (node.kind == Kind::File && !known.protected && !known.excluded)
+                .then(|| summary_of(node.open_read(), &mut scratch))
+                .flatten();
+            self.account(summary.as_ref().map(cost), true);
+            self.bytes += ENTRY_OVERHEAD + node.name.len();
             let top = &mut stack.last_mut().expect("the root frame").1;
             top.entries.push(tree::Entry {
                 name: node.name.to_os_string(),
                 kind: node.kind,
                 known,
                 sub: None,
+                summary,
             });
-            self.bytes += ENTRY_OVERHEAD + node.name.len();
             if node.kind == Kind::Dir {
                 stack.push((node.depth, Dir::default()));
-            }
-            if node.kind == Kind::File {
-                files.push(rel.join(node.rel));
             }
             if self.bytes > self.budget {
                 failed = Some(format!("over the budget of {} bytes", self.budget));
@@ -476,53 +483,41 @@ impl RootIndex {
             let (_, done) = stack.pop().expect("non-empty");
             attach(&mut stack, done);
         }
-        for f in files {
-            self.summarize(rt, &f, &mut scratch);
-            if self.bytes > self.budget {
-                return Err(format!("over the budget of {} bytes", self.budget));
-            }
-        }
         Ok(stack.pop().expect("the root frame").1)
     }
 
-    /// (Re)filter the file at `rel`; a file that is protected, under a
-    /// default exclude, too large or unreadable gets no filter (always
-    /// read).
+    /// Count a summary of `cost` bytes in (`add`) or out of what is held.
+    fn account(&mut self, cost: Option<usize>, add: bool) {
+        let Some(n) = cost else {
+            return;
+        };
+        if add {
+            self.bytes += n;
+            self.filtered += 1;
+        } else {
+            self.bytes = self.bytes.saturating_sub(n);
+            self.filtered = self.filtered.saturating_sub(1);
+        }
+    }
+
+    /// (Re)filter the file at `rel` (an entry of the snapshot); a file that
+    /// is protected, under a default exclude, too large or unreadable gets
+    /// no filter (always read).
     fn summarize(&mut self, rt: &Runtime, rel: &Path, scratch: &mut Scratch) {
-        if let Some(old) = self.files.remove(rel) {
-            self.bytes -= old.content.bytes() + FILE_OVERHEAD;
-        }
         let abs = self.root_at.path.join(rel);
-        if rt.policy.is_protected(&abs) || rt.policy.is_excluded(&abs) {
-            return;
-        }
-        let at = self.root_at.below(rel);
-        let Ok(file) = at.loc().open_read() else {
+        let fresh = if rt.policy.is_protected(&abs) || rt.policy.is_excluded(&abs) {
+            None
+        } else {
+            summary_of(self.root_at.below(rel).loc().open_read(), scratch)
+        };
+        let fresh_cost = fresh.as_ref().map(cost);
+        let Some(entry) = self.tree.entry_at_mut(rel) else {
+            // gone from the snapshot since (its directory is listed again)
             return;
         };
-        let Ok(md) = file.metadata() else {
-            return;
-        };
-        if !md.is_file() || md.len() > MAX_FILE {
-            return;
-        }
-        let mut bytes = Vec::with_capacity(md.len() as usize);
-        use std::io::Read;
-        if file.take(MAX_FILE + 1).read_to_end(&mut bytes).is_err() || bytes.len() as u64 > MAX_FILE
-        {
-            return;
-        }
-        use std::os::unix::fs::MetadataExt;
-        let content = scratch.summarize(&bytes);
-        self.bytes += content.bytes() + FILE_OVERHEAD;
-        self.files.insert(
-            rel.to_path_buf(),
-            Summary {
-                content,
-                size: bytes.len() as u64,
-                linked: md.nlink() > 1,
-            },
-        );
+        let old = std::mem::replace(&mut entry.summary, fresh);
+        self.account(old.as_ref().map(cost), false);
+        self.account(fresh_cost, true);
     }
 
     /// Apply every change event queued so far. An error drops the index.
@@ -658,6 +653,7 @@ impl RootIndex {
                 name: e.name,
                 kind: e.kind,
                 sub: (e.kind == Kind::Dir).then(Box::default),
+                summary: None,
             });
         }
         dropped.extend(old_iter);
@@ -683,11 +679,7 @@ impl RootIndex {
     fn forget(&mut self, parent: &Path, e: tree::Entry) {
         self.bytes = self.bytes.saturating_sub(ENTRY_OVERHEAD + e.name.len());
         let path = parent.join(&e.name);
-        if let Some(old) = self.files.remove(&path) {
-            self.bytes = self
-                .bytes
-                .saturating_sub(old.content.bytes() + FILE_OVERHEAD);
-        }
+        self.account(e.summary.as_ref().map(cost), false);
         if let Some(sub) = e.sub {
             let wds: Vec<WatchDescriptor> = self
                 .wds
@@ -712,4 +704,30 @@ fn attach(stack: &mut [(usize, Dir)], done: Dir) {
             last.sub = Some(Box::new(done));
         }
     }
+}
+
+/// Bytes a summary holds, with its bookkeeping.
+fn cost(sm: &Summary) -> usize {
+    sm.content.bytes() + FILE_OVERHEAD
+}
+
+/// What the index keeps of a file opened for reading (`None`: it gets no
+/// filter and is always read).
+fn summary_of(file: std::io::Result<std::fs::File>, scratch: &mut Scratch) -> Option<Summary> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let file = file.ok()?;
+    let md = file.metadata().ok()?;
+    if !md.is_file() || md.len() > MAX_FILE {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(md.len() as usize);
+    if file.take(MAX_FILE + 1).read_to_end(&mut bytes).is_err() || bytes.len() as u64 > MAX_FILE {
+        return None;
+    }
+    Some(Summary {
+        content: scratch.summarize(&bytes),
+        size: bytes.len() as u64,
+        linked: md.nlink() > 1,
+    })
 }

@@ -1,28 +1,31 @@
-//! What a pattern needs from a file: a boolean query over trigrams.
+//! What a pattern needs from a file: a boolean query over n-grams.
 //!
 //! The analysis follows Russ Cox's trigram index (Google Code Search):
 //! every string a node of the pattern can match is tracked exactly while the
-//! set stays small, and turned into "one of these strings' trigrams must
+//! set stays small, and turned into "one of these strings' n-grams must
 //! all be present" when it grows. The pattern is parsed with the very flags
 //! the content matcher uses (case folding expands into classes, `^`/`$`
 //! match the empty string), so the query is implied by every match: a file
-//! without the trigrams cannot match, and nothing is ever concluded from a
+//! without the n-grams cannot match, and nothing is ever concluded from a
 //! file that has them (the real matcher decides). [`Query::All`] means the
 //! pattern has no usable fragment: every file is a candidate.
+//!
+//! Strings are tracked folded to ASCII lower case, as the filter's keys
+//! are ([`super::filter`]): a case-insensitive literal stays one string
+//! however long it is, instead of doubling per letter.
 
+use super::filter::{key3, key4};
 use regex_syntax::hir::{Class, Hir, HirKind};
 use std::collections::BTreeSet;
 
-/// A condition on a file's trigrams.
+/// A condition on a file's n-grams.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Query {
     /// Every file passes.
     All,
-    /// The file holds this trigram.
-    Tri(u32),
-    /// The file holds a trigram whose ASCII case fold is this one
-    /// ([`super::filter::fold_key`]).
-    Fold(u32),
+    /// The file holds an n-gram whose ASCII case fold has this key
+    /// ([`key3`], [`key4`]).
+    Key(u64),
     And(Vec<Query>),
     Or(Vec<Query>),
 }
@@ -32,11 +35,6 @@ pub enum Query {
 const MAX_EXACT: usize = 64;
 /// A class expands into its characters up to this many.
 const MAX_CLASS: usize = 16;
-
-/// The trigram of three bytes.
-pub fn trigram(b: &[u8]) -> u32 {
-    (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2])
-}
 
 impl Query {
     fn and(a: Query, b: Query) -> Query {
@@ -73,12 +71,11 @@ impl Query {
         }
     }
 
-    /// Whether a file whose trigrams `has` reports passes.
-    pub fn admits(&self, has: &impl Fn(u32) -> bool) -> bool {
+    /// Whether a file whose keys `has` reports passes.
+    pub fn admits(&self, has: &impl Fn(u64) -> bool) -> bool {
         match self {
             Query::All => true,
-            Query::Tri(t) => has(*t),
-            Query::Fold(t) => has(super::filter::fold_key(*t)),
+            Query::Key(k) => has(*k),
             Query::And(x) => x.iter().all(|q| q.admits(has)),
             Query::Or(x) => x.iter().any(|q| q.admits(has)),
         }
@@ -91,45 +88,33 @@ impl Query {
 }
 
 /// Every string of `set` present: OR over the strings of AND over each
-/// one's trigrams. A string shorter than three bytes leaves it open.
-///
-/// Strings that are ASCII spellings of one another (what case folding
-/// makes of a literal) count as one: their folded trigrams, which every
-/// spelling holds.
+/// one's n-gram keys ([`grams_of`]). A string shorter than three bytes
+/// leaves it open. Keys are ASCII case folds, so strings that are
+/// spellings of one another (what case folding makes of a literal) count
+/// as one.
 fn of_strings(set: &BTreeSet<Vec<u8>>) -> Query {
-    let mut groups: std::collections::BTreeMap<Vec<u8>, usize> = Default::default();
+    let mut folded = BTreeSet::new();
     for s in set {
         if s.len() < 3 {
             return Query::All;
         }
-        if s.is_ascii() {
-            *groups.entry(s.to_ascii_lowercase()).or_default() += 1;
-        }
+        folded.insert(s.to_ascii_lowercase());
     }
-    let mut alts = Vec::new();
-    let mut folded = BTreeSet::new();
-    for s in set {
-        let lower = s.to_ascii_lowercase();
-        let spellings = if s.is_ascii() { groups[&lower] } else { 0 };
-        if spellings > 1 {
-            if folded.insert(lower.clone()) {
-                alts.push(all_of(&lower, Query::Fold));
-            }
-        } else {
-            alts.push(all_of(s, Query::Tri));
-        }
-    }
-    Query::or(alts)
+    Query::or(folded.iter().map(|s| grams_of(s)).collect())
 }
 
-/// Every trigram of `s`, as `leaf` makes them.
-fn all_of(s: &[u8], leaf: fn(u32) -> Query) -> Query {
+/// What a file holding `s` (three bytes or more) holds: its 4-grams, or
+/// for three bytes its 3-gram.
+fn grams_of(s: &[u8]) -> Query {
+    if s.len() == 3 {
+        return Query::Key(key3(s));
+    }
     let mut q = Query::All;
     let mut seen = BTreeSet::new();
-    for w in s.windows(3) {
-        let t = trigram(w);
-        if seen.insert(t) {
-            q = Query::and(q, leaf(t));
+    for w in s.windows(4) {
+        let k = key4(w);
+        if seen.insert(k) {
+            q = Query::and(q, Query::Key(k));
         }
     }
     q
@@ -179,7 +164,7 @@ fn class_strings(c: &Class) -> Option<BTreeSet<Vec<u8>>> {
                 }
                 for ch in r.start()..=r.end() {
                     let mut b = [0u8; 4];
-                    out.insert(ch.encode_utf8(&mut b).as_bytes().to_vec());
+                    out.insert(ch.encode_utf8(&mut b).as_bytes().to_ascii_lowercase());
                 }
             }
         }
@@ -191,7 +176,7 @@ fn class_strings(c: &Class) -> Option<BTreeSet<Vec<u8>>> {
                     return None;
                 }
                 for b in r.start()..=r.end() {
-                    out.insert(vec![b]);
+                    out.insert(vec![b.to_ascii_lowercase()]);
                 }
             }
         }
@@ -202,7 +187,7 @@ fn class_strings(c: &Class) -> Option<BTreeSet<Vec<u8>>> {
 fn analyze(h: &Hir) -> Info {
     match h.kind() {
         HirKind::Empty | HirKind::Look(_) => Info::exact(empty()),
-        HirKind::Literal(lit) => Info::exact(BTreeSet::from([lit.0.to_vec()])),
+        HirKind::Literal(lit) => Info::exact(BTreeSet::from([lit.0.to_ascii_lowercase()])),
         HirKind::Class(c) => match class_strings(c) {
             Some(set) if !set.is_empty() => Info::exact(set),
             // a class that matches nothing: no file can match
@@ -273,7 +258,7 @@ fn analyze(h: &Hir) -> Info {
     }
 }
 
-/// The trigram query of `pattern` as the content matcher reads it: a
+/// The n-gram query of `pattern` as the content matcher reads it: a
 /// literal unless `regex`, folding case when `ignore_case`, `^`/`$` at line
 /// ends. `None` when the pattern does not parse (the matcher refused it
 /// already, so this is never reached for a search that runs).
@@ -294,7 +279,7 @@ pub fn of_pattern(pattern: &str, regex: bool, ignore_case: bool) -> Option<Query
     Some(simplify(analyze(&hir).into_query()))
 }
 
-/// Drop repeated trigrams and collapse trivial nodes.
+/// Drop repeated keys and collapse trivial nodes.
 fn simplify(q: Query) -> Query {
     match q {
         Query::And(x) => {
@@ -319,27 +304,35 @@ fn simplify(q: Query) -> Query {
 mod tests {
     use super::*;
 
-    fn tris(s: &str) -> Vec<u32> {
-        s.as_bytes().windows(3).map(trigram).collect()
-    }
-
+    /// Every key of `text`, as the filter holds them (exactly: no
+    /// false positives).
     fn admits(q: &Query, text: &str) -> bool {
-        let have: BTreeSet<u32> = tris(text)
-            .into_iter()
-            .flat_map(|t| [t, crate::index::filter::fold_key(t)])
+        let b = text.as_bytes();
+        let have: BTreeSet<u64> = b
+            .windows(3)
+            .map(key3)
+            .chain(b.windows(4).map(key4))
             .collect();
-        q.admits(&|t| have.contains(&t))
+        q.admits(&|k| have.contains(&k))
     }
 
     #[test]
-    fn a_literal_needs_all_its_trigrams() {
+    fn a_literal_needs_all_its_ngrams() {
         let q = of_pattern("hello", false, false).unwrap();
         assert!(admits(&q, "say hello world"));
         assert!(!admits(&q, "say help low"));
+        // "hell" and "ello" both there, but not "hello": the filter only
+        // rules out, the matcher decides
+        assert!(admits(&q, "hell ello"));
+        assert!(!admits(&q, "hel llo"), "4-grams, not only trigrams");
         assert!(
             of_pattern("ab", false, false).unwrap().is_all(),
             "too short to filter"
         );
+        let three = of_pattern("abc", false, false).unwrap();
+        assert_eq!(three, Query::Key(key3(b"abc")), "three bytes: the 3-gram");
+        assert!(admits(&three, "xabcx"));
+        assert!(!admits(&three, "ab c"));
     }
 
     #[test]
@@ -349,13 +342,28 @@ mod tests {
             assert!(admits(&q, t), "{t}");
         }
         assert!(!admits(&q, "hallo"));
-        assert!(
-            matches!(&q, Query::And(x) if x.iter().all(|l| matches!(l, Query::Fold(_)))),
-            "one folded trigram per position, not every spelling: {q:?}"
-        );
+        // a case-sensitive query asks for the fold too: every match holds it
+        let cs = of_pattern("Hello", false, false).unwrap();
+        assert!(admits(&cs, "Hello"));
+        assert_eq!(q, cs, "one folded key per position, not every spelling");
+        // a long case-insensitive literal stays one string: every 4-gram,
+        // across what used to be the exact set's cut
+        let long = of_pattern("deserialize_identifier", false, true).unwrap();
+        // (two branches: Unicode folds `s` to the long s `ſ` too)
+        let Query::Or(branches) = &long else {
+            panic!("{long:?}");
+        };
+        let Query::And(keys) = &branches[0] else {
+            panic!("{long:?}");
+        };
+        assert_eq!(keys.len(), "deserialize_identifier".len() - 3);
+        assert!(admits(&long, "fn deſerialize_identifier()"));
+        assert!(admits(&long, "fn DESERIALIZE_IDENTIFIER()"));
+        assert!(!admits(&long, "deserialize identifier"));
         // Unicode folding: K also matches the Kelvin sign
-        let k = of_pattern("kkk", false, true).unwrap();
-        assert!(admits(&k, "\u{212A}kK"));
+        let k = of_pattern("kkkk", false, true).unwrap();
+        assert!(admits(&k, "\u{212A}kKk"));
+        assert!(admits(&k, "KKKK"));
     }
 
     #[test]

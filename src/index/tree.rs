@@ -2,6 +2,7 @@
 //! handle walk meets them, and a replay that hands a search exactly the
 //! entries [`crate::jail::walk::walk`] would.
 
+use super::filter::Content;
 use crate::jail::dir::Kind;
 use crate::jail::walk::Step;
 use std::ffi::{OsStr, OsString};
@@ -25,6 +26,19 @@ pub struct Entry {
     /// A directory's own entries (empty for one that could not be read,
     /// which a walk does not enter either).
     pub sub: Option<Box<Dir>>,
+    /// A regular file's filter; `None` for a file that is protected, under
+    /// a default exclude, too large or unreadable (always read).
+    pub summary: Option<Summary>,
+}
+
+/// What the index keeps of one file.
+#[derive(Debug)]
+pub struct Summary {
+    pub content: Content,
+    /// Bytes when filtered.
+    pub size: u64,
+    /// More than one hard link: a write elsewhere raises no event here.
+    pub linked: bool,
 }
 
 /// What the policy says of an entry: protected (`fs.denylist_paths`,
@@ -48,6 +62,8 @@ pub struct Seen<'a> {
     pub depth: usize,
     /// The policy's word, when the index knows it (a disk walk asks).
     pub known: Option<Known>,
+    /// The file's filter, when the index has one.
+    pub summary: Option<&'a Summary>,
 }
 
 impl Dir {
@@ -55,47 +71,41 @@ impl Dir {
     pub fn find(&self, rel: &Path) -> Option<&Dir> {
         let mut at = self;
         for part in rel.components() {
-            let name = part.as_os_str();
-            let i = at.position(name)?;
-            at = at.entries[i].sub.as_deref()?;
+            at = at.entry(part.as_os_str())?.sub.as_deref()?;
         }
         Some(at)
     }
 
+    /// [`Dir::find`], to change it.
     pub fn find_mut(&mut self, rel: &Path) -> Option<&mut Dir> {
         let mut at = self;
         for part in rel.components() {
-            let name = part.as_os_str();
-            let i = at.position(name)?;
+            let i = at.position(part.as_os_str())?;
             at = at.entries[i].sub.as_deref_mut()?;
         }
         Some(at)
+    }
+
+    /// The entry at `rel` below this one.
+    pub fn entry_at(&self, rel: &Path) -> Option<&Entry> {
+        self.find(rel.parent()?)?.entry(rel.file_name()?)
+    }
+
+    /// [`Dir::entry_at`], to change it.
+    pub fn entry_at_mut(&mut self, rel: &Path) -> Option<&mut Entry> {
+        let dir = self.find_mut(rel.parent()?)?;
+        let i = dir.position(rel.file_name()?)?;
+        Some(&mut dir.entries[i])
+    }
+
+    fn entry(&self, name: &OsStr) -> Option<&Entry> {
+        self.position(name).map(|i| &self.entries[i])
     }
 
     pub fn position(&self, name: &OsStr) -> Option<usize> {
         self.entries
             .binary_search_by(|e| e.name.as_bytes().cmp(name.as_bytes()))
             .ok()
-    }
-
-    /// Every file below, relative to this directory (prefixed with `base`).
-    pub fn files(&self, base: &Path, out: &mut Vec<PathBuf>) {
-        for e in &self.entries {
-            let rel = base.join(&e.name);
-            match &e.sub {
-                Some(sub) => sub.files(&rel, out),
-                None if e.kind == Kind::File => out.push(rel),
-                None => {}
-            }
-        }
-    }
-
-    /// Entries below, this directory's own included.
-    pub fn count(&self) -> usize {
-        self.entries
-            .iter()
-            .map(|e| 1 + e.sub.as_ref().map_or(0, |s| s.count()))
-            .sum()
     }
 
     /// Hand `visit` every entry below, depth first in name order, as the
@@ -144,6 +154,7 @@ impl Dir {
             rel,
             depth: depth + 1,
             known: Some(e.known),
+            summary: e.summary.as_ref(),
         };
         match visit(&seen) {
             Step::Stop => false,

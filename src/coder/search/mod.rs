@@ -308,9 +308,9 @@ pub(crate) struct Plan {
     /// The searched folder relative to the index root (when an index
     /// serves the search).
     pub index_rel: PathBuf,
-    /// The content pattern's trigram query (when an index serves the
+    /// The content pattern's n-gram query (when an index serves the
     /// search and the pattern has fragments).
-    pub trigrams: Option<crate::index::query::Query>,
+    pub ngrams: Option<crate::index::query::Query>,
 }
 
 impl Plan {
@@ -364,7 +364,7 @@ pub(crate) fn run(
         plan.index_rel = rel;
         l
     });
-    plan.trigrams = lease
+    plan.ngrams = lease
         .as_ref()
         .and_then(|_| crate::index::query::of_pattern(&req.query, req.regex, req.ignore_case))
         .filter(|q| !q.is_all());
@@ -563,7 +563,7 @@ fn plan(rt: &Runtime, req: &SearchInput, cancel: Arc<AtomicBool>) -> crate::erro
         max_read_bytes: rt.config.fs.max_read_bytes,
         cancel,
         index_rel: PathBuf::new(),
-        trigrams: None,
+        ngrams: None,
     })
 }
 

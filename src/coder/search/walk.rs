@@ -133,13 +133,9 @@ pub(crate) fn walk(
         // Once the content answer is settled the walk goes on for paths only.
         if node.kind == Kind::File && content_open {
             // what the index proves about the file, if it serves the walk
-            let verdict = match (index, &plan.trigrams, node.known) {
-                (Some(lease), Some(q), Some(_)) => {
-                    if plan.index_rel.as_os_str().is_empty() {
-                        lease.verdict_rel(node.rel, q, plan.max_read_bytes)
-                    } else {
-                        lease.verdict_rel(&plan.index_rel.join(node.rel), q, plan.max_read_bytes)
-                    }
+            let verdict = match (index, &plan.ngrams, node.known) {
+                (Some(_), Some(q), Some(_)) => {
+                    crate::index::verdict(node.summary, q, plan.max_read_bytes)
                 }
                 _ => Verdict::Read,
             };
@@ -171,6 +167,7 @@ pub(crate) fn walk(
                 rel: node.rel,
                 depth: node.depth,
                 known: None,
+                summary: None,
             })
         });
     }
