@@ -268,8 +268,8 @@ impl Lease {
             return false;
         };
         dir.replay(
-            &mut path.to_path_buf(),
-            &mut PathBuf::new(),
+            &mut std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()).to_vec(),
+            &mut Vec::new(),
             0,
             skip_hidden,
             visit,

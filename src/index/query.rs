@@ -88,10 +88,12 @@ impl Query {
 }
 
 /// Every string of `set` present: OR over the strings of AND over each
-/// one's n-gram keys ([`grams_of`]). A string shorter than three bytes
+/// one's n-gram keys ([`keys_of`]). A string shorter than three bytes
 /// leaves it open. Keys are ASCII case folds, so strings that are
 /// spellings of one another (what case folding makes of a literal) count
-/// as one.
+/// as one. Keys every string needs are asked once, first:
+/// `(a∧b∧c) ∨ (a∧b∧d)` becomes `a∧b∧(c∨d)`, so a file that lacks `a` is
+/// ruled out by one lookup instead of one per string.
 fn of_strings(set: &BTreeSet<Vec<u8>>) -> Query {
     let mut folded = BTreeSet::new();
     for s in set {
@@ -100,24 +102,43 @@ fn of_strings(set: &BTreeSet<Vec<u8>>) -> Query {
         }
         folded.insert(s.to_ascii_lowercase());
     }
-    Query::or(folded.iter().map(|s| grams_of(s)).collect())
+    let each: Vec<Vec<u64>> = folded.iter().map(|s| keys_of(s)).collect();
+    let Some((first, rest)) = each.split_first() else {
+        return Query::All;
+    };
+    let common: Vec<u64> = first
+        .iter()
+        .copied()
+        .filter(|k| rest.iter().all(|r| r.contains(k)))
+        .collect();
+    let branches = each
+        .iter()
+        .map(|keys| {
+            keys.iter()
+                .filter(|k| !common.contains(k))
+                .fold(Query::All, |q, &k| Query::and(q, Query::Key(k)))
+        })
+        .collect();
+    let needed = common
+        .iter()
+        .fold(Query::All, |q, &k| Query::and(q, Query::Key(k)));
+    Query::and(needed, Query::or(branches))
 }
 
-/// What a file holding `s` (three bytes or more) holds: its 4-grams, or
-/// for three bytes its 3-gram.
-fn grams_of(s: &[u8]) -> Query {
+/// The keys a file holding `s` (three bytes or more) holds, distinct, in
+/// the string's order: its 4-grams, or for three bytes its 3-gram.
+fn keys_of(s: &[u8]) -> Vec<u64> {
     if s.len() == 3 {
-        return Query::Key(key3(s));
+        return vec![key3(s)];
     }
-    let mut q = Query::All;
-    let mut seen = BTreeSet::new();
+    let mut keys: Vec<u64> = Vec::new();
     for w in s.windows(4) {
         let k = key4(w);
-        if seen.insert(k) {
-            q = Query::and(q, Query::Key(k));
+        if !keys.contains(&k) {
+            keys.push(k);
         }
     }
-    q
+    keys
 }
 
 /// What is known about a node: the exact strings it matches (when few), and
@@ -349,14 +370,15 @@ mod tests {
         // a long case-insensitive literal stays one string: every 4-gram,
         // across what used to be the exact set's cut
         let long = of_pattern("deserialize_identifier", false, true).unwrap();
-        // (two branches: Unicode folds `s` to the long s `ſ` too)
-        let Query::Or(branches) = &long else {
+        // (Unicode folds `s` to the long s `ſ` too: the keys every spelling
+        // needs come first, then one OR over the rest)
+        let Query::And(parts) = &long else {
             panic!("{long:?}");
         };
-        let Query::And(keys) = &branches[0] else {
-            panic!("{long:?}");
-        };
-        assert_eq!(keys.len(), "deserialize_identifier".len() - 3);
+        let (last, common) = parts.split_last().expect("parts");
+        assert!(matches!(last, Query::Or(_)), "{long:?}");
+        assert!(common.iter().all(|p| matches!(p, Query::Key(_))));
+        assert!(common.len() >= 10, "{long:?}");
         assert!(admits(&long, "fn deſerialize_identifier()"));
         assert!(admits(&long, "fn DESERIALIZE_IDENTIFIER()"));
         assert!(!admits(&long, "deserialize identifier"));
@@ -364,6 +386,27 @@ mod tests {
         let k = of_pattern("kkkk", false, true).unwrap();
         assert!(admits(&k, "\u{212A}kKk"));
         assert!(admits(&k, "KKKK"));
+    }
+
+    #[test]
+    fn keys_every_string_needs_are_asked_once_and_first() {
+        let q = of_pattern("abcd(ef|xy)", true, false).unwrap();
+        let k = |s: &[u8]| Query::Key(key4(s));
+        assert_eq!(
+            q,
+            Query::And(vec![
+                k(b"abcd"),
+                Query::Or(vec![
+                    Query::And(vec![k(b"bcde"), k(b"cdef")]),
+                    Query::And(vec![k(b"bcdx"), k(b"cdxy")]),
+                ]),
+            ])
+        );
+        assert!(admits(&q, "abcdxy") && admits(&q, "abcdef"));
+        assert!(!admits(&q, "abcdzz") && !admits(&q, "bcdef"));
+        // one string's keys all shared: the others' extra keys are not needed
+        let q = of_pattern("abcd(e)?", true, false).unwrap();
+        assert!(admits(&q, "abcd"));
     }
 
     #[test]

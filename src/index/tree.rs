@@ -7,7 +7,7 @@ use crate::jail::dir::Kind;
 use crate::jail::walk::Step;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// One directory: its entries sorted by name (byte order), as
 /// `jail::dir::read_sorted` returns them.
@@ -110,27 +110,28 @@ impl Dir {
 
     /// Hand `visit` every entry below, depth first in name order, as the
     /// handle walk does with `skip_hidden` (names starting with `.` left
-    /// out, and what is below them). `path` is this directory's absolute
-    /// path, `rel` its path relative to the replayed folder. Returns false
-    /// once `visit` said [`Step::Stop`].
+    /// out, and what is below them). `path` holds this directory's absolute
+    /// path, `rel` its path relative to the replayed folder, as bytes: one
+    /// buffer each for the whole replay, a name appended and cut off again
+    /// per entry (`PathBuf::pop` parses the path's components each time).
+    /// Returns false once `visit` said [`Step::Stop`].
     pub fn replay(
         &self,
-        path: &mut PathBuf,
-        rel: &mut PathBuf,
+        path: &mut Vec<u8>,
+        rel: &mut Vec<u8>,
         depth: usize,
         skip_hidden: bool,
         visit: &mut dyn FnMut(&Seen<'_>) -> Step,
     ) -> bool {
         for e in &self.entries {
-            if skip_hidden && e.name.as_bytes().first() == Some(&b'.') {
+            let name = e.name.as_bytes();
+            if skip_hidden && name.first() == Some(&b'.') {
                 continue;
             }
-            // one buffer per path for the whole replay, pushed and popped
-            path.push(&e.name);
-            rel.push(&e.name);
+            let (path_len, rel_len) = (push_name(path, name), push_name(rel, name));
             let go_on = self.visit_entry(e, path, rel, depth, skip_hidden, visit);
-            path.pop();
-            rel.pop();
+            path.truncate(path_len);
+            rel.truncate(rel_len);
             if !go_on {
                 return false;
             }
@@ -141,8 +142,8 @@ impl Dir {
     fn visit_entry(
         &self,
         e: &Entry,
-        path: &mut PathBuf,
-        rel: &mut PathBuf,
+        path: &mut Vec<u8>,
+        rel: &mut Vec<u8>,
         depth: usize,
         skip_hidden: bool,
         visit: &mut dyn FnMut(&Seen<'_>) -> Step,
@@ -150,8 +151,8 @@ impl Dir {
         let seen = Seen {
             name: &e.name,
             kind: e.kind,
-            path,
-            rel,
+            path: Path::new(OsStr::from_bytes(path)),
+            rel: Path::new(OsStr::from_bytes(rel)),
             depth: depth + 1,
             known: Some(e.known),
             summary: e.summary.as_ref(),
@@ -165,4 +166,16 @@ impl Dir {
             },
         }
     }
+}
+
+/// Append `name` to the path in `buf` as `PathBuf::push` does for a plain
+/// name (a `/` between, unless `buf` is empty or ends in one); returns the
+/// length to cut back to.
+fn push_name(buf: &mut Vec<u8>, name: &[u8]) -> usize {
+    let len = buf.len();
+    if !buf.is_empty() && buf.last() != Some(&b'/') {
+        buf.push(b'/');
+    }
+    buf.extend_from_slice(name);
+    len
 }
