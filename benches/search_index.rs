@@ -13,7 +13,8 @@
 //! each query kind `IDE_BENCH_REPS` (default 9) alternated repetitions of
 //! ide and `rg` (whole process, same excludes as `coder::search`'s
 //! defaults), and a search right after an edit (a file appended to through
-//! plain I/O, then searched for the new text). Match counts are compared:
+//! plain I/O, then searched for the new text). `IDE_BENCH_ONLY=<text>` keeps
+//! the query kinds whose label holds it. Match counts are compared:
 //! ide's content matches must equal rg's matching lines.
 //!
 //! The tree: `IDE_BENCH_TREE`, else a copy of the local cargo registry
@@ -229,7 +230,9 @@ async fn bench() {
         "query", "ide hits", "rg hits", "ide ms", "rg ms", "rg/ide"
     );
     let mut speedups = Vec::new();
-    for q in &QUERIES {
+    // IDE_BENCH_ONLY=<label part>: only the query kinds whose label has it
+    let only = std::env::var("IDE_BENCH_ONLY").unwrap_or_default();
+    for q in QUERIES.iter().filter(|q| q.label.contains(only.as_str())) {
         let p = payload(q.pattern, q.regex, q.ignore_case);
         let rg = || rg_command(&tree, q.pattern, q.regex, q.ignore_case);
         let (_, ide_hits) = search(&engine, &p).await;
@@ -293,13 +296,15 @@ async fn bench() {
 async fn finish(speedups: &[f64], ide: IdeProcess, engine: Engine) {
     let mut s = speedups.to_vec();
     s.sort_by(f64::total_cmp);
-    println!(
-        "rg/ide over the {} query kinds with a literal fragment: worst {:.1}x, median {:.1}x, best {:.1}x (target: median >= 10x)",
-        s.len(),
-        s[0],
-        s[s.len() / 2],
-        s[s.len() - 1]
-    );
+    if !s.is_empty() {
+        println!(
+            "rg/ide over the {} query kinds with a literal fragment: worst {:.1}x, median {:.1}x, best {:.1}x (target: median >= 10x)",
+            s.len(),
+            s[0],
+            s[s.len() / 2],
+            s[s.len() - 1]
+        );
+    }
     if std::env::var_os("IDE_BENCH_LOGS").is_some() {
         println!("{}", ide.logs());
     }

@@ -255,13 +255,15 @@ impl Lease {
         }
     }
 
-    /// Replay the folder `rel` (relative to the root) at absolute `path`.
+    /// Replay the folder `rel` (relative to the root) at absolute `path`,
+    /// loading ahead the filter words of key `ahead` ([`tree::Dir::replay`]).
     /// False when the folder is not a directory of the snapshot.
     pub fn replay(
         &self,
         rel: &Path,
         path: &Path,
         skip_hidden: bool,
+        ahead: Option<u64>,
         visit: &mut dyn FnMut(&tree::Seen<'_>) -> Step,
     ) -> bool {
         let Some(dir) = self.ix().tree.find(rel) else {
@@ -272,6 +274,7 @@ impl Lease {
             &mut Vec::new(),
             0,
             skip_hidden,
+            ahead,
             visit,
         );
         true

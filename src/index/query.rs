@@ -81,6 +81,15 @@ impl Query {
         }
     }
 
+    /// The key a file is asked for first (for a replay to load ahead).
+    pub fn first_key(&self) -> Option<u64> {
+        match self {
+            Query::All => None,
+            Query::Key(k) => Some(*k),
+            Query::And(x) | Query::Or(x) => x.first().and_then(Query::first_key),
+        }
+    }
+
     /// The query rules nothing out.
     pub fn is_all(&self) -> bool {
         *self == Query::All

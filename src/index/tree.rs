@@ -114,22 +114,39 @@ impl Dir {
     /// path, `rel` its path relative to the replayed folder, as bytes: one
     /// buffer each for the whole replay, a name appended and cut off again
     /// per entry (`PathBuf::pop` parses the path's components each time).
-    /// Returns false once `visit` said [`Step::Stop`].
+    /// With `ahead` (the key the visitor asks each file for first), the
+    /// filter words of the directory's files are loaded before the first
+    /// visit. Returns false once `visit` said [`Step::Stop`].
     pub fn replay(
         &self,
         path: &mut Vec<u8>,
         rel: &mut Vec<u8>,
         depth: usize,
         skip_hidden: bool,
+        ahead: Option<u64>,
         visit: &mut dyn FnMut(&Seen<'_>) -> Step,
     ) -> bool {
+        if let Some(key) = ahead {
+            // independent loads: the CPU has many in flight at once
+            let mut any = 0u64;
+            for e in &self.entries {
+                if let Some(Summary {
+                    content: Content::Filter(f),
+                    ..
+                }) = &e.summary
+                {
+                    any |= f.touch(key);
+                }
+            }
+            std::hint::black_box(any);
+        }
         for e in &self.entries {
             let name = e.name.as_bytes();
             if skip_hidden && name.first() == Some(&b'.') {
                 continue;
             }
             let (path_len, rel_len) = (push_name(path, name), push_name(rel, name));
-            let go_on = self.visit_entry(e, path, rel, depth, skip_hidden, visit);
+            let go_on = self.visit_entry(e, path, rel, depth, skip_hidden, ahead, visit);
             path.truncate(path_len);
             rel.truncate(rel_len);
             if !go_on {
@@ -146,6 +163,7 @@ impl Dir {
         rel: &mut Vec<u8>,
         depth: usize,
         skip_hidden: bool,
+        ahead: Option<u64>,
         visit: &mut dyn FnMut(&Seen<'_>) -> Step,
     ) -> bool {
         let seen = Seen {
@@ -161,7 +179,7 @@ impl Dir {
             Step::Stop => false,
             Step::Skip => true,
             Step::Descend => match &e.sub {
-                Some(sub) => sub.replay(path, rel, depth + 1, skip_hidden, visit),
+                Some(sub) => sub.replay(path, rel, depth + 1, skip_hidden, ahead, visit),
                 None => true,
             },
         }

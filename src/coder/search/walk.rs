@@ -154,7 +154,14 @@ pub(crate) fn walk(
     // (it never serves ignore files); otherwise the disk is walked.
     let replayed = match index {
         Some(lease) if !opts.ignore_files => {
-            lease.replay(&plan.index_rel, &plan.root, opts.skip_hidden, &mut visit)
+            let ahead = plan.ngrams.as_ref().and_then(|q| q.first_key());
+            lease.replay(
+                &plan.index_rel,
+                &plan.root,
+                opts.skip_hidden,
+                ahead,
+                &mut visit,
+            )
         }
         _ => false,
     };
