@@ -464,7 +464,7 @@ impl RootIndex {
             self.bytes += ENTRY_OVERHEAD + node.name.len();
             let top = &mut stack.last_mut().expect("the root frame").1;
             top.entries.push(tree::Entry {
-                name: node.name.to_os_string(),
+                name: node.name.into(),
                 kind: node.kind,
                 known,
                 sub: None,
@@ -632,13 +632,13 @@ impl RootIndex {
             let path = rel.join(&e.name);
             let same = old_iter
                 .peek()
-                .is_some_and(|o| o.name == e.name && o.kind == e.kind)
+                .is_some_and(|o| *o.name == *e.name && o.kind == e.kind)
                 && !created.contains(&path);
             if same {
                 next.push(old_iter.next().expect("peeked"));
                 continue;
             }
-            if old_iter.peek().is_some_and(|o| o.name == e.name) {
+            if old_iter.peek().is_some_and(|o| *o.name == *e.name) {
                 dropped.push(old_iter.next().expect("peeked"));
             }
             let abs = self.root_at.path.join(&path);
@@ -653,7 +653,7 @@ impl RootIndex {
                     protected: rt.policy.is_protected(&abs),
                     excluded: rt.policy.is_excluded(&abs),
                 },
-                name: e.name,
+                name: e.name.as_os_str().into(),
                 kind: e.kind,
                 sub: (e.kind == Kind::Dir).then(Box::default),
                 summary: None,

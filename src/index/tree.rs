@@ -5,7 +5,7 @@
 use super::filter::Content;
 use crate::jail::dir::Kind;
 use crate::jail::walk::Step;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -18,7 +18,7 @@ pub struct Dir {
 
 #[derive(Debug)]
 pub struct Entry {
-    pub name: OsString,
+    pub name: Name,
     pub kind: Kind,
     /// The policy's word on the entry, under the configuration the index
     /// was built for (a new configuration rebuilds the index).
@@ -29,6 +29,62 @@ pub struct Entry {
     /// A regular file's filter; `None` for a file that is protected, under
     /// a default exclude, too large or unreadable (always read).
     pub summary: Option<Summary>,
+}
+
+/// An entry's name: up to [`INLINE`] bytes in the entry itself (nearly
+/// every name), longer ones on the heap. A replay reads every name it
+/// visits; kept inline, the name comes with the entry's own cache line
+/// instead of costing a miss of its own (on a 45 000-file tree, an eighth
+/// of a miss search's time went to loading names).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Name {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<[u8]>),
+}
+
+/// Longest name kept inline.
+pub const INLINE: usize = 22;
+
+impl Name {
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Name::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Name::Heap(b) => b,
+        }
+    }
+}
+
+impl From<&OsStr> for Name {
+    fn from(name: &OsStr) -> Name {
+        let b = name.as_bytes();
+        match u8::try_from(b.len()) {
+            Ok(len) if b.len() <= INLINE => {
+                let mut bytes = [0; INLINE];
+                bytes[..b.len()].copy_from_slice(b);
+                Name::Inline { len, bytes }
+            }
+            _ => Name::Heap(b.into()),
+        }
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = OsStr;
+    fn deref(&self) -> &OsStr {
+        OsStr::from_bytes(self.as_bytes())
+    }
+}
+
+impl AsRef<Path> for Name {
+    fn as_ref(&self) -> &Path {
+        Path::new(&**self)
+    }
+}
+
+impl std::fmt::Debug for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
 }
 
 /// What the index keeps of one file.
@@ -196,4 +252,24 @@ fn push_name(buf: &mut Vec<u8>, name: &[u8]) -> usize {
     }
     buf.extend_from_slice(name);
     len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_reads_back_its_bytes_inline_or_not() {
+        for len in [0, 1, INLINE - 1, INLINE, INLINE + 1, 255, 300] {
+            let raw: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            let name = Name::from(OsStr::from_bytes(&raw));
+            assert_eq!(name.as_bytes(), &raw[..], "{len}");
+            assert_eq!(matches!(name, Name::Inline { .. }), len <= INLINE, "{len}");
+            assert_eq!(&*name, OsStr::from_bytes(&raw));
+        }
+        // not UTF-8: bytes kept as they are
+        let odd = Name::from(OsStr::from_bytes(b"\xff\xfe.rs"));
+        assert_eq!(odd.as_bytes(), b"\xff\xfe.rs");
+        assert_eq!(std::mem::size_of::<Name>(), 24);
+    }
 }
