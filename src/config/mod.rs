@@ -185,7 +185,7 @@ pub struct CodeConfig {
     /// Byte budget of one `coder::search` response (paths + matched text + context); hitting it sets `truncated`.
     #[serde(default = "d::search_response_budget_bytes")]
     pub search_response_budget_bytes: u64,
-    /// Memory the content index of `coder::search` may hold per root, in bytes (a trigram filter of every file, kept current by change events; a root over it is searched by scanning). 0 turns the index off.
+    /// Memory the content index of `coder::search` may hold per root, in bytes (an n-gram filter of every file, kept current by change events; a root over it is searched by scanning). 0 turns the index off.
     #[serde(default = "d::search_index_max_bytes")]
     pub search_index_max_bytes: u64,
 }
