@@ -202,7 +202,23 @@ impl Dir {
                 continue;
             }
             let (path_len, rel_len) = (push_name(path, name), push_name(rel, name));
-            let go_on = self.visit_entry(e, path, rel, depth, skip_hidden, ahead, visit);
+            let seen = Seen {
+                name: &e.name,
+                kind: e.kind,
+                path: Path::new(OsStr::from_bytes(path)),
+                rel: Path::new(OsStr::from_bytes(rel)),
+                depth: depth + 1,
+                known: Some(e.known),
+                summary: e.summary.as_ref(),
+            };
+            let go_on = match visit(&seen) {
+                Step::Stop => false,
+                Step::Skip => true,
+                Step::Descend => match &e.sub {
+                    Some(sub) => sub.replay(path, rel, depth + 1, skip_hidden, ahead, visit),
+                    None => true,
+                },
+            };
             path.truncate(path_len);
             rel.truncate(rel_len);
             if !go_on {
@@ -210,35 +226,6 @@ impl Dir {
             }
         }
         true
-    }
-
-    fn visit_entry(
-        &self,
-        e: &Entry,
-        path: &mut Vec<u8>,
-        rel: &mut Vec<u8>,
-        depth: usize,
-        skip_hidden: bool,
-        ahead: Option<u64>,
-        visit: &mut dyn FnMut(&Seen<'_>) -> Step,
-    ) -> bool {
-        let seen = Seen {
-            name: &e.name,
-            kind: e.kind,
-            path: Path::new(OsStr::from_bytes(path)),
-            rel: Path::new(OsStr::from_bytes(rel)),
-            depth: depth + 1,
-            known: Some(e.known),
-            summary: e.summary.as_ref(),
-        };
-        match visit(&seen) {
-            Step::Stop => false,
-            Step::Skip => true,
-            Step::Descend => match &e.sub {
-                Some(sub) => sub.replay(path, rel, depth + 1, skip_hidden, ahead, visit),
-                None => true,
-            },
-        }
     }
 }
 
