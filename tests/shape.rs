@@ -106,6 +106,10 @@ const PROCESS_STATE: &[(&str, &str)] = &[
         "fs/ls.rs",
         "a cache of user and group names of this machine",
     ),
+    (
+        "coder/search/scan.rs",
+        "read buffers kept between searches (at most 8 of at most 1 MiB), an allocator's free list: memory, not state",
+    ),
 ];
 
 fn src() -> PathBuf {
