@@ -505,17 +505,20 @@ impl RootIndex {
 
     /// (Re)filter the file at `rel` (an entry of the snapshot); a file that
     /// is protected, under a default exclude, too large or unreadable gets
-    /// no filter (always read).
-    fn summarize(&mut self, rt: &Runtime, rel: &Path, scratch: &mut Scratch) {
-        let abs = self.root_at.path.join(rel);
-        let fresh = if rt.policy.is_protected(&abs) || rt.policy.is_excluded(&abs) {
+    /// no filter (always read). The policy's word is the one the entry
+    /// keeps (a new configuration rebuilds the index); a file gone from the
+    /// snapshot since (its directory is listed again) is not read.
+    fn summarize(&mut self, rel: &Path, scratch: &mut Scratch) {
+        let Some(known) = self.tree.entry_at(rel).map(|e| e.known) else {
+            return;
+        };
+        let fresh = if known.protected || known.excluded {
             None
         } else {
             summary_of(self.root_at.below(rel).loc().open_read(), scratch)
         };
         let fresh_cost = fresh.as_ref().map(cost);
         let Some(entry) = self.tree.entry_at_mut(rel) else {
-            // gone from the snapshot since (its directory is listed again)
             return;
         };
         let old = std::mem::replace(&mut entry.summary, fresh);
@@ -587,7 +590,7 @@ impl RootIndex {
         }
         for f in files {
             let s = scratch.get_or_insert_with(Scratch::default);
-            self.summarize(rt, &f, s);
+            self.summarize(&f, s);
         }
         if self.bytes > self.budget {
             return Err(format!("over the budget of {} bytes", self.budget));
@@ -673,7 +676,7 @@ impl RootIndex {
         }
         let s = scratch.get_or_insert_with(Scratch::default);
         for f in refilter {
-            self.summarize(rt, &f, s);
+            self.summarize(&f, s);
         }
         Ok(())
     }
