@@ -26,6 +26,15 @@ const faults = { badge: false };
 /** Every host.iii.trigger call a script made: {id, job_id, after_sequence}. */
 const triggered = [];
 const browserId = `console-${crypto.randomUUID()}`;
+/** Main-thread tasks over 50 ms since navigation (the benches' load breakdown). */
+const longTasks = [];
+try {
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) if (longTasks.length < 100) longTasks.push({ at: Math.round(e.startTime), ms: Math.round(e.duration) });
+  }).observe({ type: "longtask", buffered: true });
+} catch {
+  // no long-task timing in this browser
+}
 const client = connect(engineUrl, browserId);
 
 // ─── theme (html[data-theme], like the console) ───
@@ -134,9 +143,11 @@ async function loadStyle(path) {
 async function loadScript(path) {
   dispose(path);
   const r = await client.trigger("ide::ui-content", { path });
+  performance.mark("host:script-fetched");
   if (r.content_type !== "text/javascript") throw new Error(`content_type ${r.content_type}`);
   const url = URL.createObjectURL(new Blob([r.content], { type: "text/javascript" }));
   const mod = await import(url);
+  performance.mark("host:imported");
   if (typeof mod.default !== "function") throw new Error(`${path}: no default setup() export`);
   const made = makeHost(path);
   const teardown = await mod.default(made.host);
@@ -239,9 +250,13 @@ function Shell() {
 }
 
 async function boot() {
+  performance.mark("host:boot");
   await client.ready();
+  performance.mark("host:connected");
   await loadStyle("ide/styles.css");
+  performance.mark("host:style");
   await loadScript("ide/page.js");
+  performance.mark("host:setup");
   createRoot(document.getElementById("app")).render(h(React.StrictMode, null, h(view === "chat" ? Chat : Shell)));
 }
 
@@ -259,6 +274,12 @@ window.__host = {
   reload: () => loadScript("ide/page.js"),
   dispose: () => dispose("ide/page.js"),
   counts: () => client.counts(),
+  /** Where a load's time went: the host's marks and the first calls' timings (ms since navigation). */
+  timings: () => ({
+    marks: performance.getEntriesByType("mark").map((m) => ({ name: m.name, at: Math.round(m.startTime) })),
+    calls: client.timings().map((t) => ({ ...t, start: Math.round(t.start), end: Math.round(t.end) })),
+    long_tasks: longTasks.slice(),
+  }),
   pages: () => [...pages.keys()],
   /** The chat view's calls: [{key, message}] (a FunctionCallMessage each). */
   showCalls: (list) => {
