@@ -54,6 +54,16 @@ const EXIT_DRAIN: Duration = Duration::from_millis(300);
 /// ENGINE-FACTS.md): the frame is then sent again, and the page drops what
 /// it already applied. A long timeout would stall the terminal that long.
 const DELIVERY_TIMEOUT_MS: u64 = 2_000;
+/// How long an unanswered delivery may lag behind the answer of a later
+/// frame before it is sent again. The page applies frames strictly in
+/// sequence order and answers each once applied, so a later frame's answer
+/// means this one landed and its answer was lost (the engine drops an
+/// answer that beats its own bookkeeping, ENGINE-FACTS.md). Without this
+/// the window of [`WINDOW`] frames stays full until [`DELIVERY_TIMEOUT_MS`]
+/// runs out: a 2 s stall of the terminal, seen under load as a Ctrl+C that
+/// took 2 s to show the prompt. A spurious resend costs nothing: the page
+/// drops a frame it already applied, and answers it.
+const GAP_GRACE: Duration = Duration::from_millis(50);
 /// Failed deliveries in a row after which the target counts as gone.
 const MAX_FAILURES: u32 = 5;
 /// Deliveries that time out are retried without counting as failures until
@@ -967,6 +977,8 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
         std::pin::Pin<Box<dyn std::future::Future<Output = Delivery> + Send>>,
     >::new();
     let mut backoff_until: Option<Instant> = None;
+    // A delivery left unanswered while a later one was answered ([`GAP_GRACE`]).
+    let mut gap = Gap::default();
     loop {
         {
             let Some(s) = weak.upgrade() else { return };
@@ -974,6 +986,9 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
                 return;
             };
             rx.borrow_and_update();
+            if gap.due.is_some_and(|t| t <= Instant::now()) {
+                gap.resend(&mut s.st(), &s.id);
+            }
             if backoff_until.is_none_or(|t| t <= Instant::now()) {
                 backoff_until = None;
                 // Read-held per call: detach waits for every one. Taken
@@ -1010,8 +1025,10 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
             }
         }
         let wake_at = backoff_until.unwrap_or_else(Instant::now);
+        let gap_at = gap.due.unwrap_or_else(Instant::now);
         let done = tokio::select! {
             Some(d) = calls.next(), if !calls.is_empty() => Some(d),
+            _ = tokio::time::sleep_until(gap_at), if gap.due.is_some() => None,
             r = rx.changed() => {
                 if r.is_err() && calls.is_empty() {
                     return;
@@ -1028,6 +1045,8 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
             let mut st = s.st();
             if st.target.as_ref().map(|t| t.epoch) == Some(epoch) {
                 match result {
+                    // delivered meanwhile by the frame sent again after a gap
+                    Err(_) if seq <= st.delivered || st.acked.contains(&seq) => {}
                     Ok(_) => {
                         st.failures = 0;
                         st.timing_out_since = None;
@@ -1078,6 +1097,7 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
                     }
                 }
             }
+            gap.observe(&st);
             let delivered = st.delivered;
             s.delivered.send_if_modified(|d| {
                 let newer = delivered > *d;
@@ -1086,6 +1106,57 @@ async fn deliver_loop(weak: std::sync::Weak<Session>) {
             });
         }
         s.bump();
+    }
+}
+
+/// The first unanswered frame while a later one was answered: when it is
+/// due to be sent again ([`GAP_GRACE`]), and the last gap already acted on.
+#[derive(Default)]
+struct Gap {
+    /// `(epoch, first unanswered sequence)` of the gap being timed.
+    at: Option<(u64, u64)>,
+    due: Option<Instant>,
+    /// The gap that was already sent again (each is, once; after that the
+    /// delivery's own timeout applies).
+    done: Option<(u64, u64)>,
+}
+
+impl Gap {
+    /// Look at the delivery state after an answer: time a new gap, forget a
+    /// closed one.
+    fn observe(&mut self, st: &State) {
+        let now = match (&st.target, st.acked.is_empty()) {
+            (Some(t), false) => Some((t.epoch, st.delivered + 1)),
+            _ => None,
+        };
+        if now.is_none() {
+            self.at = None;
+            self.due = None;
+        } else if now != self.at && now != self.done {
+            self.at = now;
+            self.due = Some(Instant::now() + GAP_GRACE);
+        }
+    }
+
+    /// The gap is due: if it is still open, dispatch its unanswered frames
+    /// again (they go first, [`dispatchable`]).
+    fn resend(&mut self, st: &mut State, session: &str) {
+        let at = self.at.take();
+        self.due = None;
+        let (Some((epoch, first)), Some(next_acked)) = (at, st.acked.first().copied()) else {
+            return;
+        };
+        if st.target.as_ref().map(|t| t.epoch) != Some(epoch) || st.delivered + 1 != first {
+            return;
+        }
+        self.done = at;
+        tracing::debug!(
+            session,
+            first,
+            next_acked,
+            "pty delivery unanswered while a later one was answered; sending it again"
+        );
+        st.retry.extend(first..next_acked);
     }
 }
 

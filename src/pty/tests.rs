@@ -27,6 +27,8 @@ struct FakeConsole {
     /// Answers to lose: the frame lands, its answer never comes back, and
     /// the call times out as a real one does.
     lose: AtomicU64,
+    /// Lost answers whose calls are still waiting out their timeout.
+    lost_waiting: AtomicU64,
     /// Every frame whose call has been answered, in answer order.
     answered: std::sync::Mutex<Vec<Value>>,
 }
@@ -54,7 +56,9 @@ impl Outbound for FakeConsole {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok()
         {
+            self.lost_waiting.fetch_add(1, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(timeout_ms.unwrap_or(30_000))).await;
+            self.lost_waiting.fetch_sub(1, Ordering::SeqCst);
             return Err(WireError {
                 code: crate::ports::CALL_TIMED_OUT.into(),
                 message: format!("no answer from {id}"),
@@ -89,6 +93,7 @@ fn world_with(configure: impl FnOnce(&mut Config)) -> World {
         delay_ms: AtomicU64::new(0),
         missing: Default::default(),
         lose: AtomicU64::new(0),
+        lost_waiting: AtomicU64::new(0),
         answered: Default::default(),
     });
     let outbound: Arc<dyn Outbound> = console.clone();
@@ -936,6 +941,55 @@ async fn a_delivery_whose_answer_is_lost_is_sent_again_and_the_terminal_goes_on(
         json!(TARGET),
         "{list}"
     );
+    w.ok(
+        "shell::pty::close",
+        json!({"session_id": o["session_id"], "access_key": o["access_key"]}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_lost_answer_behind_a_later_one_is_sent_again_without_waiting_out_its_timeout() {
+    let mut w = world();
+    w.console.lose.store(1, Ordering::SeqCst);
+    let o = w
+        .open_program(
+            "sh",
+            &["-c", "printf first; sleep 0.2; printf second; sleep 30"],
+        )
+        .await;
+    // frame 1's answer is lost; frame 2 is answered: the page applies in
+    // order, so frame 1 landed, and it is sent again at once — while the
+    // lost call is still waiting out its timeout, not after it
+    let mut seen = std::collections::BTreeMap::<u64, Value>::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let waiting_at_repeat = loop {
+        let (_, ev) = tokio::time::timeout_at(deadline, w.frames.recv())
+            .await
+            .unwrap_or_else(|_| panic!("frame 1 was not sent again; frames {seen:?}"))
+            .unwrap();
+        let seq = ev["sequence"].as_u64().unwrap();
+        if let Some(prev) = seen.insert(seq, ev.clone()) {
+            assert_eq!(prev, ev, "the frame sent again is the same frame");
+            assert_eq!(seq, 1, "only the frame whose answer was lost comes again");
+            break w.console.lost_waiting.load(Ordering::SeqCst);
+        }
+    };
+    assert!(
+        seen.contains_key(&2),
+        "sent again only after a later frame: {seen:?}"
+    );
+    assert_eq!(
+        waiting_at_repeat, 1,
+        "frame 1 came again only after its lost call timed out: the window stayed full that long"
+    );
+    // the terminal goes on: input is echoed and delivered
+    w.ok(
+        "shell::pty::write",
+        json!({"session_id": o["session_id"], "access_key": o["access_key"], "data": b64("typed")}),
+    )
+    .await;
+    w.until_output(|s| s.contains("typed")).await;
     w.ok(
         "shell::pty::close",
         json!({"session_id": o["session_id"], "access_key": o["access_key"]}),

@@ -103,6 +103,8 @@ test("keystroke to glyph, and a 50 MB cat stopped by Ctrl+C", async () => {
             if (t0 === undefined || pos(t) === before) return;
             d.dispose();
             const now = performance.now();
+            // in a Chromium trace (IDE_BENCH_CHROME_TRACE): each keystroke as a user-timing span
+            if (t0 !== undefined) performance.measure("keystroke", { start: t0, end: now });
             resolve({ glyph: now - t0, write: (w.__writeDone ?? now) - t0, parsed: (parsed ?? now) - t0 });
           });
         });
@@ -152,6 +154,9 @@ test("keystroke to glyph, and a 50 MB cat stopped by Ctrl+C", async () => {
       const b = t.buffer.active;
       return b.getLine(b.baseY + b.cursorY - 1)?.translateToString(true).trimEnd() === "READY> cat > /dev/null";
     });
+    // IDE_BENCH_CHROME_TRACE=1: a Chromium trace of the typing (timeline, GC) in the artifacts
+    const chromeTrace = !!process.env.IDE_BENCH_CHROME_TRACE;
+    if (chromeTrace) await b.browser.startTracing(page, { categories: ["devtools.timeline", "disabled-by-default-devtools.timeline", "v8", "v8.gc", "blink.user_timing", "toplevel"] });
     /** @type {number[]} */
     const glyph = [];
     /** @type {number[]} */
@@ -176,6 +181,7 @@ test("keystroke to glyph, and a 50 MB cat stopped by Ctrl+C", async () => {
       writeRtt.push(m.write);
       parsed.push(m.parsed);
     }
+    if (chromeTrace) writeFileSync(join(env.artifacts, "terminal-typing-trace.json"), await b.browser.stopTracing());
     // end the line, then EOF (a ^D after typed characters only flushes them)
     await page.keyboard.press("Enter");
     await page.keyboard.press("Control+d");
