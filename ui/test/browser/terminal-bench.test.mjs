@@ -17,6 +17,23 @@ import { openWorkspace, pane, typeIn, waitLine } from "./terminal-common.mjs";
 const KEYS = 200;
 const CAT_RUNS = 5;
 
+/** The buffer's lines with wrapped rows joined, right-trimmed. @param {import("playwright-core").Page} page @returns {Promise<string[]>} */
+function logicalLines(page) {
+  return page.evaluate(() => {
+    const t = /** @type {any} */ (document.querySelector(".ide-term-pane .ide-term-screen")).ideTerminal;
+    const b = t.buffer.active;
+    /** @type {string[]} */
+    const out = [];
+    for (let i = 0; i < b.length; i++) {
+      const l = b.getLine(i);
+      const text = l.translateToString(true);
+      if (l.isWrapped && out.length) out[out.length - 1] += text;
+      else out.push(text);
+    }
+    return out.map((l) => l.trimEnd());
+  });
+}
+
 /** @param {number[]} xs @param {number} q */
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -171,6 +188,12 @@ test("keystroke to glyph, and a 50 MB cat stopped by Ctrl+C", async () => {
         await page.evaluate(() => /** @type {any} */ (window).__glyph);
       }
       await page.evaluate(() => /** @type {any} */ (window).__armGlyph());
+      // Spread the keystrokes over the frame: each run of this loop ends in
+      // an animation frame (the render that resolved the last one), so
+      // without it every keydown lands the same ~4 ms after a frame began
+      // and "drawn" measures the rest of that frame. A person's keystroke
+      // falls anywhere in it.
+      await new Promise((r) => setTimeout(r, (i * 7.3) % 16.7));
       await page.keyboard.press(letters[i % letters.length]);
       const m = await page.evaluate(() => /** @type {any} */ (window).__glyph);
       glyph.push(m.glyph);
@@ -182,8 +205,36 @@ test("keystroke to glyph, and a 50 MB cat stopped by Ctrl+C", async () => {
       parsed.push(m.parsed);
     }
     if (chromeTrace) writeFileSync(join(env.artifacts, "terminal-typing-trace.json"), await b.browser.stopTracing());
-    // end the line, then EOF (a ^D after typed characters only flushes them)
+    // end the line; every keystroke echoed once, in typing order
     await page.keyboard.press("Enter");
+    const typed = Array.from({ length: KEYS }, (_, i) => letters[i % letters.length]).join("");
+    const typedLines = [];
+    for (let at = 0; at < KEYS; at += 60) typedLines.push(typed.slice(at, at + 60));
+    await waitLine(page, new RegExp(`^${typedLines[typedLines.length - 1]}$`));
+    const screen = await logicalLines(page);
+    const from = screen.indexOf(typedLines[0]);
+    assert.deepEqual(screen.slice(from, from + typedLines.length), typedLines, "the typed lines, in order");
+    // a burst as fast as the keyboard goes: the writes queue behind the one
+    // in flight and go out batched, in order
+    const burst = Array.from({ length: 300 }, (_, i) => "abcdefghijklmnopqrstuvwxyz0123456789.,;:=+-_"[(i * 7) % 44]).join("");
+    await page.keyboard.type(burst);
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(
+      (want) => {
+        const t = /** @type {any} */ (document.querySelector(".ide-term-pane .ide-term-screen")).ideTerminal;
+        const b = t.buffer.active;
+        let line = "";
+        for (let i = 0; i < b.length; i++) {
+          const l = b.getLine(i);
+          line = (l.isWrapped ? line : "") + l.translateToString(true);
+          if (line === want) return true;
+        }
+        return false;
+      },
+      burst,
+      { timeout: 15_000 },
+    );
+    // then EOF (a ^D after typed characters only flushes them)
     await page.keyboard.press("Control+d");
     await waitLine(page, /^READY>$/);
 
