@@ -18,9 +18,8 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 test("page load, big file, bundle size", async () => {
   const b = await launch();
   try {
-    const first = await b.openPage();
-    const origin = new URL(first.url()).origin;
-    await first.close();
+    // the first run is also the worker's first load (its first ui-content, its first listing)
+    const origin = b.origin;
 
     const paint = [];
     const open = [];
@@ -113,7 +112,7 @@ test("page load, big file, bundle size", async () => {
     const css = readFileSync(new URL("../../dist/styles.css", import.meta.url));
     const result = {
       runs: RUNS,
-      first_tree_paint_ms: { median: median(paint), all: paint },
+      first_tree_paint_ms: { median: median(paint), all: paint, first_after_worker_start: paint[0] },
       open_5mb_file_ms: { median: median(open), all: open },
       load_breakdown: breakdown,
       bundle: {

@@ -77,7 +77,7 @@ export async function launch() {
     await browser.close();
     await host.close();
   };
-  return { browser, context, openPage, outside, outsideSettled, close, consoleErrors };
+  return { browser, context, origin: host.url, openPage, outside, outsideSettled, close, consoleErrors };
 }
 
 /** A row of the explorer tree. @param {import("playwright-core").Page} page @param {string} abs */
