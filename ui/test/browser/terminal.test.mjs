@@ -117,6 +117,36 @@ describe("the ide terminal panes", () => {
     await page.evaluate(() => (document.documentElement.dataset.theme = "light"));
   });
 
+  test("a burst typed as fast as the keyboard goes is echoed exactly, in order", async () => {
+    // "go" is printed after the shell gave the terminal back its echo (keys typed
+    // while the shell's line editor still owns it are not echoed by the terminal)
+    await typeIn(page, "echo go; cat > /dev/null\n");
+    await waitLine(page, /^go$/);
+    // writes queue behind the one in flight and go out batched: nothing lost, doubled or swapped
+    const burst = Array.from({ length: 400 }, (_, i) => "abcdefghijklmnopqrstuvwxyz0123456789.,;:=+-_"[(i * 7) % 44]).join("");
+    await page.keyboard.type(burst);
+    await page.keyboard.press("Enter");
+    const joined = () =>
+      page.evaluate(() => {
+        const b = /** @type {any} */ (document.querySelector(".ide-term-pane .ide-term-screen")).ideTerminal.buffer.active;
+        /** @type {string[]} */
+        const out = [];
+        for (let i = 0; i < b.length; i++) {
+          const l = b.getLine(i);
+          if (l.isWrapped && out.length) out[out.length - 1] += l.translateToString(true);
+          else out.push(l.translateToString(true));
+        }
+        return out;
+      });
+    const deadline = Date.now() + T.timeout;
+    while (!(await joined()).includes(burst)) {
+      if (Date.now() > deadline) assert.fail(`the burst did not come back as typed; the pane ends with:\n${(await joined()).filter((l) => l).slice(-6).join("\n")}\nwanted:\n${burst}`);
+      await page.waitForTimeout(50);
+    }
+    await page.keyboard.press("Control+d");
+    await typeIn(page, "clear\n");
+  });
+
   test("stty size follows the pane, before and after resizing the window", async () => {
     const size = () => page.evaluate(() => {
       const t = /** @type {any} */ (document.querySelector(".ide-term-pane .ide-term-screen")).ideTerminal;
