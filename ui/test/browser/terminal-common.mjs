@@ -35,6 +35,24 @@ export function lines(page, sel = ACTIVE) {
   }, sel);
 }
 
+/** A pane's buffer as logical lines: wrapped rows joined, right-trimmed. @param {Page} page @param {string} [sel] @returns {Promise<string[]>} */
+export function logicalLines(page, sel = ACTIVE) {
+  return page.evaluate((sel) => {
+    const t = /** @type {any} */ (document.querySelector(`${sel} .ide-term-screen`))?.ideTerminal;
+    if (!t) return [];
+    const b = t.buffer.active;
+    /** @type {string[]} */
+    const out = [];
+    for (let i = 0; i < b.length; i++) {
+      const l = b.getLine(i);
+      const text = l?.translateToString(true) ?? "";
+      if (l?.isWrapped && out.length) out[out.length - 1] += text;
+      else out.push(text);
+    }
+    return out.map((l) => l.trimEnd());
+  }, sel);
+}
+
 /** Wait until a line of a pane matches `re`. @param {Page} page @param {RegExp} re @param {number} [timeout] @param {string} [sel] */
 export async function waitLine(page, re, timeout = 15_000, sel = ACTIVE) {
   try {

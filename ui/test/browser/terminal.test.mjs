@@ -7,7 +7,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { env, launch, screenshot } from "./common.mjs";
-import { SPLIT, lines, openWorkspace, pane, pressIn, typeIn, waitLine } from "./terminal-common.mjs";
+import { SPLIT, lines, logicalLines, openWorkspace, pane, pressIn, typeIn, waitLine } from "./terminal-common.mjs";
 
 const T = { timeout: 15_000 };
 
@@ -126,18 +126,7 @@ describe("the ide terminal panes", () => {
     const burst = Array.from({ length: 400 }, (_, i) => "abcdefghijklmnopqrstuvwxyz0123456789.,;:=+-_"[(i * 7) % 44]).join("");
     await page.keyboard.type(burst);
     await page.keyboard.press("Enter");
-    const joined = () =>
-      page.evaluate(() => {
-        const b = /** @type {any} */ (document.querySelector(".ide-term-pane .ide-term-screen")).ideTerminal.buffer.active;
-        /** @type {string[]} */
-        const out = [];
-        for (let i = 0; i < b.length; i++) {
-          const l = b.getLine(i);
-          if (l.isWrapped && out.length) out[out.length - 1] += l.translateToString(true);
-          else out.push(l.translateToString(true));
-        }
-        return out;
-      });
+    const joined = () => logicalLines(page);
     const deadline = Date.now() + T.timeout;
     while (!(await joined()).includes(burst)) {
       if (Date.now() > deadline) assert.fail(`the burst did not come back as typed; the pane ends with:\n${(await joined()).filter((l) => l).slice(-6).join("\n")}\nwanted:\n${burst}`);
