@@ -175,6 +175,23 @@ impl World {
         .await
     }
 
+    /// The next frame, recorded by sequence in `seen`; `Some(seq)` when it
+    /// repeats one already there (and is the same frame).
+    async fn record_frame(
+        &mut self,
+        seen: &mut std::collections::BTreeMap<u64, Value>,
+        deadline: tokio::time::Instant,
+    ) -> Option<u64> {
+        let (_, ev) = tokio::time::timeout_at(deadline, self.frames.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no frame sent again, or no output; frames {seen:?}"))
+            .unwrap();
+        let seq = ev["sequence"].as_u64().unwrap();
+        let prev = seen.insert(seq, ev.clone())?;
+        assert_eq!(prev, ev, "the frame sent again is the same frame");
+        Some(seq)
+    }
+
     /// Frames delivered until `pred` holds on the text so far.
     async fn until_output(&mut self, pred: impl Fn(&str) -> bool) -> (String, Vec<Value>) {
         let mut text = Vec::new();
@@ -919,13 +936,7 @@ async fn a_delivery_whose_answer_is_lost_is_sent_again_and_the_terminal_goes_on(
         if repeated.is_some() && String::from_utf8_lossy(&text).contains("firstsecond") {
             break;
         }
-        let (_, ev) = tokio::time::timeout_at(deadline, w.frames.recv())
-            .await
-            .unwrap_or_else(|_| panic!("no retry or no output; frames {frames:?}"))
-            .unwrap();
-        let seq = ev["sequence"].as_u64().unwrap();
-        if let Some(prev) = frames.insert(seq, ev.clone()) {
-            assert_eq!(prev, ev, "the frame sent again is the same frame");
+        if w.record_frame(&mut frames, deadline).await.is_some() {
             repeated = Some(started.elapsed());
         }
     }
@@ -965,13 +976,7 @@ async fn a_lost_answer_behind_a_later_one_is_sent_again_without_waiting_out_its_
     let mut seen = std::collections::BTreeMap::<u64, Value>::new();
     let deadline = tokio::time::Instant::now() + WAIT;
     let waiting_at_repeat = loop {
-        let (_, ev) = tokio::time::timeout_at(deadline, w.frames.recv())
-            .await
-            .unwrap_or_else(|_| panic!("frame 1 was not sent again; frames {seen:?}"))
-            .unwrap();
-        let seq = ev["sequence"].as_u64().unwrap();
-        if let Some(prev) = seen.insert(seq, ev.clone()) {
-            assert_eq!(prev, ev, "the frame sent again is the same frame");
+        if let Some(seq) = w.record_frame(&mut seen, deadline).await {
             assert_eq!(seq, 1, "only the frame whose answer was lost comes again");
             break w.console.lost_waiting.load(Ordering::SeqCst);
         }

@@ -23,35 +23,33 @@ export function pane(page, status) {
 export const ACTIVE = ".ide-term-body > .ide-term-pane:nth-child(1)";
 export const SPLIT = ".ide-term-body > .ide-term-pane:nth-child(2)";
 
-/** Every line of a pane's buffer (scrollback included), right-trimmed. @param {Page} page @param {string} [sel] @returns {Promise<string[]>} */
-export function lines(page, sel = ACTIVE) {
-  return page.evaluate((sel) => {
-    const t = /** @type {any} */ (document.querySelector(`${sel} .ide-term-screen`))?.ideTerminal;
-    if (!t) return [];
-    const b = t.buffer.active;
-    const out = [];
-    for (let i = 0; i < b.length; i++) out.push(b.getLine(i)?.translateToString(true).trimEnd() ?? "");
-    return out;
-  }, sel);
+/**
+ * A pane's buffer (scrollback included), right-trimmed: one entry per row, or
+ * with `joinWrapped` one per logical line (rows the terminal wrapped joined).
+ * @param {Page} page @param {string} [sel] @param {{joinWrapped?: boolean}} [opts] @returns {Promise<string[]>}
+ */
+export function lines(page, sel = ACTIVE, { joinWrapped = false } = {}) {
+  return page.evaluate(
+    ([sel, joinWrapped]) => {
+      const t = /** @type {any} */ (document.querySelector(`${sel} .ide-term-screen`))?.ideTerminal;
+      if (!t) return [];
+      const b = t.buffer.active;
+      /** @type {string[]} */
+      const out = [];
+      for (let i = 0; i < b.length; i++) {
+        const l = b.getLine(i);
+        const text = l?.translateToString(true) ?? "";
+        if (joinWrapped && l?.isWrapped && out.length) out[out.length - 1] += text;
+        else out.push(text);
+      }
+      return out.map((l) => l.trimEnd());
+    },
+    /** @type {[string, boolean]} */ ([sel, joinWrapped]),
+  );
 }
 
-/** A pane's buffer as logical lines: wrapped rows joined, right-trimmed. @param {Page} page @param {string} [sel] @returns {Promise<string[]>} */
-export function logicalLines(page, sel = ACTIVE) {
-  return page.evaluate((sel) => {
-    const t = /** @type {any} */ (document.querySelector(`${sel} .ide-term-screen`))?.ideTerminal;
-    if (!t) return [];
-    const b = t.buffer.active;
-    /** @type {string[]} */
-    const out = [];
-    for (let i = 0; i < b.length; i++) {
-      const l = b.getLine(i);
-      const text = l?.translateToString(true) ?? "";
-      if (l?.isWrapped && out.length) out[out.length - 1] += text;
-      else out.push(text);
-    }
-    return out.map((l) => l.trimEnd());
-  }, sel);
-}
+/** The logical lines of a pane (wrapped rows joined). @param {Page} page @param {string} [sel] */
+export const logicalLines = (page, sel = ACTIVE) => lines(page, sel, { joinWrapped: true });
 
 /** Wait until a line of a pane matches `re`. @param {Page} page @param {RegExp} re @param {number} [timeout] @param {string} [sel] */
 export async function waitLine(page, re, timeout = 15_000, sel = ACTIVE) {
