@@ -128,7 +128,12 @@ pub struct Scratch {
     /// 4-gram table: folded 4-gram + 1 (0 = empty), a power of two long.
     table: Vec<u64>,
     keys: Vec<u64>,
+    /// The build's read buffer, kept between files up to [`READ_KEEP`].
+    pub(super) read: Vec<u8>,
 }
+
+/// The most read buffer a [`Scratch`] keeps between files.
+const READ_KEEP: usize = 1 << 20;
 
 impl Default for Scratch {
     fn default() -> Self {
@@ -136,11 +141,21 @@ impl Default for Scratch {
             seen3: vec![0; (1 << 24) / 64],
             table: vec![0; MIN_TABLE],
             keys: Vec::new(),
+            read: Vec::new(),
         }
     }
 }
 
 impl Scratch {
+    /// Take the read buffer back for the next file (dropped when a large
+    /// file grew it past [`READ_KEEP`]).
+    pub(super) fn keep_read(&mut self, mut buf: Vec<u8>) {
+        buf.clear();
+        if buf.capacity() <= READ_KEEP {
+            self.read = buf;
+        }
+    }
+
     /// What the index keeps of `bytes`.
     pub fn summarize(&mut self, bytes: &[u8]) -> Content {
         if memchr::memchr(0, bytes).is_some() {

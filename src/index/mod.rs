@@ -509,18 +509,15 @@ impl RootIndex {
     /// keeps (a new configuration rebuilds the index); a file gone from the
     /// snapshot since (its directory is listed again) is not read.
     fn summarize(&mut self, rel: &Path, scratch: &mut Scratch) {
-        let Some(known) = self.tree.entry_at(rel).map(|e| e.known) else {
+        let Some(entry) = self.tree.entry_at_mut(rel) else {
             return;
         };
-        let fresh = if known.protected || known.excluded {
+        let fresh = if entry.known.protected || entry.known.excluded {
             None
         } else {
             summary_of(self.root_at.below(rel).loc().open_read(), scratch)
         };
         let fresh_cost = fresh.as_ref().map(cost);
-        let Some(entry) = self.tree.entry_at_mut(rel) else {
-            return;
-        };
         let old = std::mem::replace(&mut entry.summary, fresh);
         self.account(old.as_ref().map(cost), false);
         self.account(fresh_cost, true);
@@ -720,20 +717,37 @@ fn cost(sm: &Summary) -> usize {
 /// What the index keeps of a file opened for reading (`None`: it gets no
 /// filter and is always read).
 fn summary_of(file: std::io::Result<std::fs::File>, scratch: &mut Scratch) -> Option<Summary> {
-    use std::io::Read;
     use std::os::unix::fs::MetadataExt;
     let file = file.ok()?;
     let md = file.metadata().ok()?;
     if !md.is_file() || md.len() > MAX_FILE {
         return None;
     }
-    let mut bytes = Vec::with_capacity(md.len() as usize);
-    if file.take(MAX_FILE + 1).read_to_end(&mut bytes).is_err() || bytes.len() as u64 > MAX_FILE {
-        return None;
-    }
-    Some(Summary {
-        content: scratch.summarize(&bytes),
+    // the read buffer is the scratch's, kept between files (a fresh one a
+    // file cost a page fault per page of every file the build read)
+    let mut buf = std::mem::take(&mut scratch.read);
+    let summary = read_capped(&file, md.len(), MAX_FILE, &mut buf).map(|bytes| Summary {
+        content: scratch.summarize(bytes),
         size: bytes.len() as u64,
         linked: md.nlink() > 1,
-    })
+    });
+    scratch.keep_read(buf);
+    summary
+}
+
+/// All of `file` (`size` bytes when its size was taken) into `buf`; `None`
+/// when it cannot be read or has grown past `cap` since.
+pub(crate) fn read_capped<'b>(
+    file: &std::fs::File,
+    size: u64,
+    cap: u64,
+    buf: &'b mut Vec<u8>,
+) -> Option<&'b [u8]> {
+    use std::io::Read;
+    buf.clear();
+    // room for the whole file (and the read that sees its end) up front,
+    // not grown as `read_to_end` goes
+    buf.reserve(size as usize + 1);
+    file.take(cap + 1).read_to_end(buf).ok()?;
+    (buf.len() as u64 <= cap).then_some(buf.as_slice())
 }

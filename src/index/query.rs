@@ -16,7 +16,7 @@
 
 use super::filter::{key3, key4};
 use regex_syntax::hir::{Class, Hir, HirKind};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// A condition on a file's n-grams.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,25 +112,27 @@ fn of_strings(set: &BTreeSet<Vec<u8>>) -> Query {
         folded.insert(s.to_ascii_lowercase());
     }
     let each: Vec<Vec<u64>> = folded.iter().map(|s| keys_of(s)).collect();
-    let Some((first, rest)) = each.split_first() else {
-        return Query::All;
+    let all_of = |keys: &mut dyn Iterator<Item = u64>| {
+        keys.fold(Query::All, |q, k| Query::and(q, Query::Key(k)))
     };
+    let (first, rest) = match each.as_slice() {
+        [] => return Query::All,
+        // one string (a plain literal): its keys, nothing to factor
+        [only] => return all_of(&mut only.iter().copied()),
+        [first, rest @ ..] => (first, rest),
+    };
+    let rest_sets: Vec<HashSet<u64>> = rest.iter().map(|r| r.iter().copied().collect()).collect();
     let common: Vec<u64> = first
         .iter()
         .copied()
-        .filter(|k| rest.iter().all(|r| r.contains(k)))
+        .filter(|k| rest_sets.iter().all(|r| r.contains(k)))
         .collect();
+    let common_set: HashSet<u64> = common.iter().copied().collect();
     let branches = each
         .iter()
-        .map(|keys| {
-            keys.iter()
-                .filter(|k| !common.contains(k))
-                .fold(Query::All, |q, &k| Query::and(q, Query::Key(k)))
-        })
+        .map(|keys| all_of(&mut keys.iter().copied().filter(|k| !common_set.contains(k))))
         .collect();
-    let needed = common
-        .iter()
-        .fold(Query::All, |q, &k| Query::and(q, Query::Key(k)));
+    let needed = all_of(&mut common.iter().copied());
     Query::and(needed, Query::or(branches))
 }
 
@@ -140,14 +142,8 @@ fn keys_of(s: &[u8]) -> Vec<u64> {
     if s.len() == 3 {
         return vec![key3(s)];
     }
-    let mut keys: Vec<u64> = Vec::new();
-    for w in s.windows(4) {
-        let k = key4(w);
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    keys
+    let mut seen = HashSet::new();
+    s.windows(4).map(key4).filter(|&k| seen.insert(k)).collect()
 }
 
 /// What is known about a node: the exact strings it matches (when few), and

@@ -278,9 +278,12 @@ impl Reuse {
             .unwrap_or_default()
     }
 
-    fn keep(mut buf: Vec<u8>) {
-        buf.clear();
-        buf.shrink_to(BUF_KEEP);
+    /// `buf` is at most [`BUF_KEEP`] long after every file a search read
+    /// (what it holds is cleared by the next read).
+    fn keep(buf: Vec<u8>) {
+        if buf.capacity() == 0 {
+            return;
+        }
         let mut kept = KEPT_BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
         if kept.len() < KEPT {
             kept.push(buf);
@@ -319,7 +322,7 @@ fn search_file(
         binary: false,
     };
     let revision = if md.len() <= WHOLE_MAX {
-        let whole = read_whole(&file, md.len(), buf);
+        let whole = crate::index::read_capped(&file, md.len(), WHOLE_MAX, buf);
         let hits = match whole {
             Some(bytes) if memchr::memchr(0, bytes).is_none() => searcher
                 .search_slice(&q.matcher, bytes, &mut sink)
@@ -356,18 +359,6 @@ fn search_file(
         matches: sink.finish(&path, revision.as_deref()),
         searched: true,
     }
-}
-
-/// All of `file` into `buf` (`None` when it cannot be read or grew past
-/// [`WHOLE_MAX`] since its size was taken).
-fn read_whole<'b>(file: &std::fs::File, size: u64, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
-    use std::io::Read;
-    buf.clear();
-    // room for the whole file (and the read that sees its end) up front,
-    // not grown as `read_to_end` goes
-    buf.reserve(size.min(WHOLE_MAX) as usize + 1);
-    file.take(WHOLE_MAX + 1).read_to_end(buf).ok()?;
-    (buf.len() as u64 <= WHOLE_MAX).then_some(buf.as_slice())
 }
 
 /// Size, modification and change time: what moves when a file changes.
