@@ -152,8 +152,20 @@ pub fn child_env(
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// A unit test's stand-in for the worker's environment on its own
+    /// thread (the process environment is shared by every test running).
+    pub static TEST_WORKER_ENV: std::cell::RefCell<Option<Vec<(String, String)>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// The worker's own environment, skipping entries that are not UTF-8.
 pub fn worker_env() -> Vec<(String, String)> {
+    #[cfg(test)]
+    if let Some(env) = TEST_WORKER_ENV.with(|e| e.borrow().clone()) {
+        return env;
+    }
     std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect()

@@ -79,6 +79,14 @@ const SCREEN_BATCH: usize = 512 * 1024;
 const HOLD_MAX: Duration = Duration::from_millis(50);
 /// How long detach waits for a delivery in flight.
 const DETACH_WAIT: Duration = Duration::from_secs(2);
+/// The longest the reader holds off after an interrupt key (Ctrl+C, Ctrl+\\,
+/// Ctrl+Z) was written to a program that was flooding the terminal; see
+/// [`Session::write`]. Normally the hold ends sooner, when the terminal's
+/// foreground process group changes (the program stopped or died and its
+/// shell took the terminal back).
+pub const INTERRUPT_HOLD: Duration = Duration::from_millis(500);
+/// How often a held reader looks at the foreground process group.
+const INTERRUPT_POLL: Duration = Duration::from_millis(2);
 /// How long a write waits for the program to take its input.
 const WRITE_WAIT: Duration = Duration::from_secs(5);
 /// How long an attached session's write waits, after the program took the
@@ -147,6 +155,9 @@ struct State {
     cols: u16,
     rows: u16,
     memo: Option<AttachMemo>,
+    /// Reads held after an interrupt key: until the foreground process
+    /// group is no longer this one, or until the instant.
+    interrupt: Option<(Option<nix::unistd::Pid>, Instant)>,
 }
 
 /// A session's status as the contract reports it.
@@ -294,6 +305,7 @@ impl Session {
                 cols: start.spec.cols,
                 rows: start.spec.rows,
                 memo: None,
+                interrupt: None,
             }),
             changed,
             delivered: watch::channel(0u64).0,
@@ -622,6 +634,11 @@ impl Session {
             )));
         }
         let gate = self.write_gate.lock().await;
+        if self.interrupts_a_flood(data) {
+            let pgrp = nix::unistd::tcgetpgrp(self.master.get_ref()).ok();
+            self.st().interrupt = Some((pgrp, Instant::now() + INTERRUPT_HOLD));
+            self.bump();
+        }
         let (before, attached) = {
             let st = self.st();
             (st.ring.last_seq(), st.target.is_some())
@@ -664,6 +681,61 @@ impl Session {
             self.echoes.store(echoed, Relaxed);
         }
         Ok(off)
+    }
+
+    /// Whether `data` holds a key the terminal turns into a signal for its
+    /// foreground program (its `intr`, `quit` or `susp` character, with
+    /// `isig` on), while that program's output waits unread in the
+    /// terminal. The kernel then discards that output when it signals
+    /// (unless `noflsh`), as a terminal does; the reader holds off reading
+    /// (see [`read_loop`]) so that a flood does not run on, read and
+    /// delivered, while the signal is on its way. Whatever the machine's
+    /// speed, what reaches the console after the key is then at most the
+    /// frames already queued (the window) and the frame the reader held.
+    fn interrupts_a_flood(&self, data: &[u8]) -> bool {
+        use nix::sys::termios::{LocalFlags, SpecialCharacterIndices as C};
+        let Ok(t) = nix::sys::termios::tcgetattr(self.master.get_ref()) else {
+            return false;
+        };
+        if !t.local_flags.contains(LocalFlags::ISIG) || t.local_flags.contains(LocalFlags::NOFLSH) {
+            return false;
+        }
+        let keys = [C::VINTR, C::VQUIT, C::VSUSP].map(|c| t.control_chars[c as usize]);
+        // 0 is _POSIX_VDISABLE: the key is switched off
+        if !data.iter().any(|b| *b != 0 && keys.contains(b)) {
+            return false;
+        }
+        let mut pending: nix::libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int through the pointer it is given.
+        let r = unsafe {
+            nix::libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(self.master.get_ref()),
+                nix::libc::FIONREAD,
+                &mut pending,
+            )
+        };
+        r == 0 && pending > 0
+    }
+
+    /// Whether the reader holds off after an interrupt key: until the
+    /// foreground process group changed, or [`INTERRUPT_HOLD`] passed.
+    fn reads_held(&self) -> bool {
+        let mut st = self.st();
+        let Some((pgrp, until)) = st.interrupt else {
+            return false;
+        };
+        let now = nix::unistd::tcgetpgrp(self.master.get_ref()).ok();
+        if now != pgrp || Instant::now() >= until {
+            st.interrupt = None;
+            return false;
+        }
+        true
+    }
+
+    /// Whether the next write waits up to [`ECHO_WAIT`] for its echo (the
+    /// last one was echoed in time) rather than [`ECHO_WAIT_QUIET`].
+    pub fn expects_echo(&self) -> bool {
+        self.echoes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The sequence number of the last frame so far (0: none yet).
@@ -851,7 +923,8 @@ async fn read_loop(s: Arc<Session>) {
         if eof && buf.is_empty() {
             break;
         }
-        let can_read = !eof && buf.len() < FRAME_MAX;
+        let held = !eof && s.reads_held();
+        let can_read = !eof && buf.len() < FRAME_MAX && !held;
         let linger_at = frame_started
             .map(|t| t + LINGER)
             .unwrap_or_else(Instant::now);
@@ -892,6 +965,7 @@ async fn read_loop(s: Arc<Session>) {
             }
             r = rx.changed() => { if r.is_err() { return; } }
             _ = tokio::time::sleep_until(wake_at), if !buf.is_empty() && eagain && room => {}
+            _ = tokio::time::sleep(INTERRUPT_POLL), if held => {}
             r = exit.changed(), if drain_until.is_none() => {
                 if r.is_err() || exit.borrow().is_some() {
                     drain_until = Some(Instant::now() + EXIT_DRAIN);
