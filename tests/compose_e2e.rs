@@ -33,13 +33,14 @@ use tokio::time::Instant;
 const COMPOSE_CALL: Duration = Duration::from_secs(90);
 const WAIT: Duration = Duration::from_secs(30);
 
-/// The real engine, or `None` (with a note) on the stand-in.
-async fn real_engine(test: &str) -> Option<Engine> {
-    if support::harness::real_engine_binary().is_none() {
-        eprintln!("{test}: needs the real engine's compose daemon (IDE_TEST_ENGINE); skipped");
-        return None;
-    }
-    Some(Engine::start().await)
+/// The real engine. These tests are ignored unless asked for
+/// (`-- --ignored`), and asked for without `IDE_TEST_ENGINE` they fail.
+async fn real_engine(test: &str) -> Engine {
+    assert!(
+        support::harness::real_engine_binary().is_some(),
+        "{test} needs the real engine's compose daemon: set IDE_TEST_ENGINE to its binary"
+    );
+    Engine::start().await
 }
 
 /// A worker directory as compose sees a checkout of ide, named `ide` (the
@@ -265,10 +266,9 @@ fn container_state(status: &Value, key: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real engine only: IDE_TEST_ENGINE=/path/to/iii cargo test --test compose_e2e -- --ignored"]
 async fn compose_runs_ide_on_two_hosts_by_namespace() {
-    let Some(engine) = real_engine("compose_runs_ide_on_two_hosts_by_namespace").await else {
-        return;
-    };
+    let engine = real_engine("compose_runs_ide_on_two_hosts_by_namespace").await;
     let daemon = Daemon::start(&engine).await;
     let w = worker_dir(true);
     let project = tempfile::TempDir::new().unwrap();
@@ -387,13 +387,11 @@ async fn compose_runs_ide_on_two_hosts_by_namespace() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real engine only: IDE_TEST_ENGINE=/path/to/iii cargo test --test compose_e2e -- --ignored"]
 async fn compose_add_of_the_checkout_starts_ide_and_a_missing_build_says_how_to_build() {
-    let Some(engine) =
+    let engine =
         real_engine("compose_add_of_the_checkout_starts_ide_and_a_missing_build_says_how_to_build")
-            .await
-    else {
-        return;
-    };
+            .await;
     let daemon = Daemon::start(&engine).await;
     let project = tempfile::TempDir::new().unwrap();
     let ns = unique_name("proj");

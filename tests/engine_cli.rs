@@ -15,9 +15,13 @@ use support::ide_process::IdeProcess;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-/// `ide` serving on a real engine, or `None` when the run uses the stand-in.
-async fn world() -> Option<(Engine, IdeProcess, tempfile::TempDir)> {
-    support::harness::real_engine_binary()?;
+/// `ide` serving on a real engine. These tests are ignored unless asked for
+/// (`-- --ignored`), and asked for without `IDE_TEST_ENGINE` they fail.
+async fn world() -> (Engine, IdeProcess, tempfile::TempDir) {
+    assert!(
+        support::harness::real_engine_binary().is_some(),
+        "the iii CLI tests need the real engine: set IDE_TEST_ENGINE to its binary"
+    );
     let engine = Engine::start().await;
     let dir = tempfile::TempDir::new().unwrap();
     let seed = dir.path().join("seed.yaml");
@@ -31,7 +35,7 @@ async fn world() -> Option<(Engine, IdeProcess, tempfile::TempDir)> {
         "ide did not register:\n{}",
         ide.logs()
     );
-    Some((engine, ide, dir))
+    (engine, ide, dir)
 }
 
 /// Run the engine binary's CLI against `engine`.
@@ -52,11 +56,9 @@ async fn iii(engine: &Engine, args: &[&str]) -> Output {
 }
 
 #[tokio::test]
+#[ignore = "real engine only: IDE_TEST_ENGINE=/path/to/iii cargo test --test engine_cli -- --ignored"]
 async fn iii_trigger_calls_coder_info() {
-    let Some((engine, _ide, _dir)) = world().await else {
-        eprintln!("real engine only: set IDE_TEST_ENGINE to run it");
-        return;
-    };
+    let (engine, _ide, _dir) = world().await;
     let o = iii(&engine, &["trigger", "coder::info"]).await;
     assert!(o.status.success(), "{}", text(&o));
     let v: Value =
@@ -73,11 +75,9 @@ async fn iii_trigger_calls_coder_info() {
 }
 
 #[tokio::test]
+#[ignore = "real engine only: IDE_TEST_ENGINE=/path/to/iii cargo test --test engine_cli -- --ignored"]
 async fn iii_trigger_help_renders_literal_tokens_of_descriptions() {
-    let Some((engine, _ide, _dir)) = world().await else {
-        eprintln!("real engine only: set IDE_TEST_ENGINE to run it");
-        return;
-    };
+    let (engine, _ide, _dir) = world().await;
     let o = iii(&engine, &["trigger", "--help", "shell::exec"]).await;
     assert!(o.status.success(), "{}", text(&o));
     let help = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);

@@ -24,14 +24,15 @@ use tokio::time::Instant;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// The real engine and a scratch directory, or `None` (the test says it
-/// was skipped) without `IDE_TEST_ENGINE`.
-async fn real_engine() -> Option<(Engine, tempfile::TempDir)> {
-    if support::harness::real_engine_binary().is_none() {
-        eprintln!("namespace e2e: needs the real engine (IDE_TEST_ENGINE); skipped");
-        return None;
-    }
-    Some((Engine::start().await, tempfile::TempDir::new().unwrap()))
+/// The real engine and a scratch directory. These tests are ignored unless
+/// asked for (`-- --ignored`), and asked for without `IDE_TEST_ENGINE` they
+/// fail: they test what only the real engine has.
+async fn real_engine() -> (Engine, tempfile::TempDir) {
+    assert!(
+        support::harness::real_engine_binary().is_some(),
+        "namespace e2e needs the real engine: set IDE_TEST_ENGINE to its binary"
+    );
+    (Engine::start().await, tempfile::TempDir::new().unwrap())
 }
 
 /// A test client registered in `namespace` (`None`: the engine's default).
@@ -172,10 +173,9 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<Value>, what: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real engine only: IDE_TEST_ENGINE=/path/to/iii cargo test --test namespace_e2e -- --ignored"]
 async fn two_hosts_on_one_engine_are_routed_bound_and_configured_by_namespace() {
-    let Some((engine, dir)) = real_engine().await else {
-        return;
-    };
+    let (engine, dir) = real_engine().await;
     let a = host(&engine, dir.path(), "a");
     let b = host(&engine, dir.path(), "b");
     let outside = client(&engine, None);
@@ -317,10 +317,9 @@ fn intruder(engine: &Engine, dir: &Path, ns: &str, name: &str) -> IdeProcess {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real engine only: IDE_TEST_ENGINE=/path/to/iii cargo test --test namespace_e2e -- --ignored"]
 async fn a_second_ide_in_one_namespace_stops_loudly_and_the_first_keeps_serving() {
-    let Some((engine, dir)) = real_engine().await else {
-        return;
-    };
+    let (engine, dir) = real_engine().await;
     let a = host(&engine, dir.path(), "a");
     let outside = client(&engine, None);
     let info = eventually(&outside, &a.ns, "coder::info", json!({})).await;
@@ -354,11 +353,10 @@ async fn a_second_ide_in_one_namespace_stops_loudly_and_the_first_keeps_serving(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real engine only: IDE_TEST_ENGINE=/path/to/iii cargo test --test namespace_e2e -- --ignored"]
 async fn a_console_in_the_default_namespace_drives_a_terminal_on_another_host() {
     use base64::Engine as _;
-    let Some((engine, dir)) = real_engine().await else {
-        return;
-    };
+    let (engine, dir) = real_engine().await;
     let a = host(&engine, dir.path(), "a");
     // The console's tab: its per-tab output handler lives in `default`.
     let console = client(&engine, None);
@@ -413,10 +411,9 @@ async fn a_console_in_the_default_namespace_drives_a_terminal_on_another_host() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real engine only: IDE_TEST_ENGINE=/path/to/iii cargo test --test namespace_e2e -- --ignored"]
 async fn every_function_is_served_in_a_non_default_namespace() {
-    let Some((engine, dir)) = real_engine().await else {
-        return;
-    };
+    let (engine, dir) = real_engine().await;
     let a = host(&engine, dir.path(), "a");
     let outside = client(&engine, None);
     assert!(

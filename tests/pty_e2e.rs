@@ -200,21 +200,31 @@ impl Console {
         );
     }
 
-    /// Frames until the text so far satisfies `pred`; checks sequence order.
-    async fn until(&mut self, next_seq: &mut u64, pred: impl Fn(&str) -> bool) -> String {
-        let mut text = Vec::new();
+    /// Frames until `needle` shows in the text so far; checks sequence
+    /// order. Each frame is decoded and searched once (with the needle's
+    /// length before it), so a flood costs linear time.
+    async fn until(&mut self, next_seq: &mut u64, needle: &str) -> String {
+        let mut text = String::new();
+        // no match starts before this (searched already)
+        let mut from = 0;
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
-            let s = String::from_utf8_lossy(&text).into_owned();
-            if pred(&s) {
-                return s;
+            if text[from..].contains(needle) {
+                return text;
             }
-            let ev = self
-                .frame(*next_seq, deadline)
-                .await
-                .unwrap_or_else(|| panic!("output never matched; got {s:?}"));
+            from = (text.len() + 1).saturating_sub(needle.len());
+            while !text.is_char_boundary(from) {
+                from -= 1;
+            }
+            let ev = self.frame(*next_seq, deadline).await.unwrap_or_else(|| {
+                let tail = &text[text.len().saturating_sub(300)..];
+                panic!(
+                    "{needle:?} never showed; {} bytes, ending {tail:?}",
+                    text.len()
+                )
+            });
             *next_seq += 1;
-            text.extend(unb64(&ev["data"]));
+            text.push_str(&String::from_utf8_lossy(&unb64(&ev["data"])));
         }
     }
 }
@@ -232,7 +242,7 @@ async fn a_console_types_detaches_reattaches_and_closes() {
         json!({"session_id": id, "access_key": key, "data": b64("echo hi-$((6*7))\r")}),
     )
     .await;
-    console.until(&mut seq, |t| t.contains("hi-42")).await;
+    console.until(&mut seq, "hi-42").await;
     // resize, then stty sees it
     w.ok(
         "shell::pty::resize",
@@ -244,7 +254,7 @@ async fn a_console_types_detaches_reattaches_and_closes() {
         json!({"session_id": id, "access_key": key, "data": b64("stty size\r")}),
     )
     .await;
-    console.until(&mut seq, |t| t.contains("31 99")).await;
+    console.until(&mut seq, "31 99").await;
     // detach, produce output, attach after what was seen: exact continuation
     let d = w
         .ok(
@@ -304,7 +314,7 @@ async fn a_console_types_detaches_reattaches_and_closes() {
     )
     .await;
     let mut seq = expect;
-    let live = console.until(&mut seq, |t| t.contains("back\r\n")).await;
+    let live = console.until(&mut seq, "back\r\n").await;
     let all = String::from_utf8_lossy(&replay).into_owned() + &live;
     assert!(all.contains("while-away"), "{all:?}");
     // the old key is locked out
@@ -342,7 +352,7 @@ async fn a_slow_console_under_a_flood_keeps_the_worker_flat_and_ctrl_c_works() {
         json!({"session_id": id, "access_key": key, "data": b64("yes\r")}),
     )
     .await;
-    console.until(&mut seq, |t| t.contains("y\r\ny\r\ny")).await;
+    console.until(&mut seq, "y\r\ny\r\ny").await;
     let rss = |pid: u32| -> u64 {
         let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         s.lines()
@@ -376,7 +386,7 @@ async fn a_slow_console_under_a_flood_keeps_the_worker_flat_and_ctrl_c_works() {
         json!({"session_id": id, "access_key": key, "data": b64("echo done-$((2+3))\r")}),
     )
     .await;
-    console.until(&mut seq, |t| t.contains("done-5")).await;
+    console.until(&mut seq, "done-5").await;
     w.stop().await;
 }
 
@@ -394,7 +404,7 @@ async fn shutdown_leaves_no_session_process() {
                "data": b64("echo ready-$((1+1))\r")}),
     )
     .await;
-    console.until(&mut 1, |t| t.contains("ready-2")).await;
+    console.until(&mut 1, "ready-2").await;
     let b = w
         .open(
             &console,

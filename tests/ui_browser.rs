@@ -474,11 +474,12 @@ async fn run_restart_suite(file: &str, populate: impl FnOnce(&Path)) {
 /// real engine. The picker lists both; a workspace, its live changes and a
 /// terminal follow the chosen one.
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "real engine only: IDE_TEST_ENGINE=/path/to/iii cargo test --test ui_browser -- --ignored"]
 async fn one_page_reaches_two_hosts_by_namespace_in_chromium() {
-    if support::harness::real_engine_binary().is_none() {
-        eprintln!("two hosts in one page: needs the real engine (IDE_TEST_ENGINE); skipped");
-        return;
-    }
+    assert!(
+        support::harness::real_engine_binary().is_some(),
+        "two hosts in one page needs the real engine: set IDE_TEST_ENGINE to its binary"
+    );
     if node_ready().is_none() {
         return;
     }
