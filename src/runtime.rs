@@ -129,20 +129,44 @@ impl Runtime {
 /// when that is an absolute path, else `$HOME/.local/state/ide` (the XDG
 /// base directory rule for state). Every `ide` of one user on one
 /// configuration - the served worker, `ide call`, a compose container -
-/// finds the same journal this way, wherever it was started from.
+/// finds the same journal this way, wherever it was started from. Without
+/// an absolute `HOME` (a service manager may start the worker without one)
+/// the home is the user's entry in the password database, as a login would
+/// have set it; with neither, it is an error that says what to set.
 pub fn state_home() -> Result<PathBuf, String> {
-    let absolute = |key: &str| {
-        std::env::var_os(key)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    if let Some(xdg) = absolute("XDG_STATE_HOME") {
+    state_home_from(
+        std::env::var_os("XDG_STATE_HOME"),
+        std::env::var_os("HOME"),
+        passwd_home,
+    )
+}
+
+/// [`state_home`] from the values it reads: the two variables, and the
+/// password database's home (asked only when `HOME` does not answer).
+fn state_home_from(
+    xdg_state_home: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+    passwd_home: impl FnOnce() -> Option<PathBuf>,
+) -> Result<PathBuf, String> {
+    let absolute = |v: Option<std::ffi::OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    if let Some(xdg) = absolute(xdg_state_home) {
         return Ok(xdg.join("ide"));
     }
-    match absolute("HOME") {
+    match absolute(home).or_else(|| passwd_home().filter(|p| p.is_absolute())) {
         Some(home) => Ok(home.join(".local/state/ide")),
-        None => Err("neither XDG_STATE_HOME nor HOME is an absolute path to anchor it at".into()),
+        None => Err(
+            "neither XDG_STATE_HOME nor HOME is an absolute path to anchor it at, and the user \
+             has no home directory in the password database"
+                .into(),
+        ),
     }
+}
+
+/// The home directory of the user this process runs as, from the password
+/// database, when it names an existing directory.
+fn passwd_home() -> Option<PathBuf> {
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid()).ok()??;
+    user.dir.is_dir().then_some(user.dir)
 }
 
 /// Run blocking file work on the blocking pool: the async runtime only
@@ -311,8 +335,15 @@ mod tests {
     use serde_json::json;
     use std::path::Path;
 
+    /// Jailed to `root`, the journal in `root` too: nothing outside it (no
+    /// `HOME`) is needed to build the runtime.
     fn jailed_value(root: &Path) -> serde_json::Value {
-        json!({"fs": {"host_roots": [root]}})
+        json!({"fs": {"host_roots": [root]}, "turns": {"data_dir": root.join("turns")}})
+    }
+
+    /// Unjailed, the journal in `dir`.
+    fn unjailed_value(dir: &Path) -> serde_json::Value {
+        json!({"fs": {"allow_unjailed": true}, "turns": {"data_dir": dir.join("turns")}})
     }
 
     #[test]
@@ -337,9 +368,7 @@ mod tests {
         let dir = tempfile::TempDir::new().unwrap();
         let live = LiveRuntime::new(Runtime::from_value(&jailed_value(dir.path())).unwrap());
         let held = live.snapshot();
-        let report = live
-            .apply(&json!({"fs": {"allow_unjailed": true}}))
-            .unwrap();
+        let report = live.apply(&unjailed_value(dir.path())).unwrap();
         assert!(report.widened.unwrap().contains("jail removed"));
         assert_eq!(live.status().last_outcome, ReloadOutcome::Applied);
         // a call holding the old snapshot keeps it
@@ -349,23 +378,80 @@ mod tests {
 
     #[test]
     fn bad_denylist_regex_is_refused() {
-        let err = Runtime::from_value(
-            &json!({"fs": {"allow_unjailed": true}, "denylist_patterns": ["("]}),
-        )
-        .unwrap_err();
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut value = unjailed_value(dir.path());
+        value["denylist_patterns"] = json!(["("]);
+        let err = Runtime::from_value(&value).unwrap_err();
         assert!(err.contains("denylist_patterns"), "{err}");
     }
 
     #[test]
     fn a_relative_working_dir_resolves_against_the_worker_cwd() {
-        let rt = Runtime::from_value(&json!({"fs": {"allow_unjailed": true}, "working_dir": "."}))
-            .unwrap();
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut value = unjailed_value(dir.path());
+        value["working_dir"] = json!(".");
+        let rt = Runtime::from_value(&value).unwrap();
         let cwd = std::env::current_dir().unwrap().canonicalize().unwrap();
         assert_eq!(rt.working_dir, cwd);
-        let err = Runtime::from_value(
-            &json!({"fs": {"allow_unjailed": true}, "working_dir": "./no-such-dir-here"}),
-        )
-        .unwrap_err();
+        value["working_dir"] = json!("./no-such-dir-here");
+        let err = Runtime::from_value(&value).unwrap_err();
         assert!(err.contains("resolved to"), "{err}");
+    }
+
+    #[test]
+    fn the_state_home_is_xdg_then_home_then_the_password_database() {
+        let some = |s: &str| Some(std::ffi::OsString::from(s));
+        let asked = std::cell::Cell::new(false);
+        let passwd = || {
+            asked.set(true);
+            Some(PathBuf::from("/home/from-passwd"))
+        };
+        assert_eq!(
+            state_home_from(some("/xdg"), some("/home/u"), passwd),
+            Ok(PathBuf::from("/xdg/ide"))
+        );
+        assert_eq!(
+            state_home_from(None, some("/home/u"), passwd),
+            Ok(PathBuf::from("/home/u/.local/state/ide"))
+        );
+        assert!(
+            !asked.get(),
+            "the password database is asked only without HOME"
+        );
+        // relative values are no anchor
+        assert_eq!(
+            state_home_from(some("rel"), some("also-rel"), passwd),
+            Ok(PathBuf::from("/home/from-passwd/.local/state/ide"))
+        );
+        assert_eq!(
+            state_home_from(None, None, passwd),
+            Ok(PathBuf::from("/home/from-passwd/.local/state/ide"))
+        );
+        let err = state_home_from(None, None, || None).unwrap_err();
+        assert!(err.contains("HOME"), "{err}");
+        let err = state_home_from(None, None, || Some(PathBuf::from("rel"))).unwrap_err();
+        assert!(err.contains("password database"), "{err}");
+    }
+
+    #[test]
+    fn a_relative_journal_without_any_home_is_a_clear_error() {
+        // what `Runtime::build` says when `state_home` has no answer
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut value = unjailed_value(dir.path());
+        value["turns"]["data_dir"] = json!("rel/turns");
+        match state_home() {
+            // this machine has a home: the relative journal lands below it
+            Ok(home) => assert_eq!(
+                Runtime::from_value(&value).unwrap().turns_dir,
+                home.join("rel/turns")
+            ),
+            Err(why) => {
+                let err = Runtime::from_value(&value).unwrap_err();
+                assert!(
+                    err.contains(&why) && err.contains("absolute turns.data_dir"),
+                    "{err}"
+                );
+            }
+        }
     }
 }
