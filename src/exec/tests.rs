@@ -56,15 +56,52 @@ struct World {
     engine: Arc<FakeEngine>,
     fires: mpsc::UnboundedReceiver<(String, Value, Option<Value>)>,
     catalog: Catalog,
+    _dirs: TestDirs,
 }
 
-fn config() -> Config {
+/// A test's own directories: where its commands start, and where its
+/// journal lives (nothing lands in a shared temp dir or the user's home).
+struct TestDirs {
+    _cwd: tempfile::TempDir,
+    _state: tempfile::TempDir,
+}
+
+/// The zero config pointed at fresh [`TestDirs`] (kept alive by the world
+/// built from it).
+struct TestConfig {
+    config: Config,
+    dirs: TestDirs,
+}
+
+impl std::ops::Deref for TestConfig {
+    type Target = Config;
+    fn deref(&self) -> &Config {
+        &self.config
+    }
+}
+
+impl std::ops::DerefMut for TestConfig {
+    fn deref_mut(&mut self) -> &mut Config {
+        &mut self.config
+    }
+}
+
+fn config() -> TestConfig {
+    let cwd = tempfile::TempDir::new().unwrap();
+    let state = tempfile::TempDir::new().unwrap();
     let mut c = Config::zero_config();
-    c.working_dir = Some(std::env::temp_dir());
-    c
+    c.working_dir = Some(cwd.path().canonicalize().unwrap());
+    c.turns.data_dir = state.path().join("turns");
+    TestConfig {
+        config: c,
+        dirs: TestDirs {
+            _cwd: cwd,
+            _state: state,
+        },
+    }
 }
 
-fn world(cfg: Config) -> World {
+fn world(cfg: TestConfig) -> World {
     let (tx, rx) = mpsc::unbounded_channel();
     let engine = Arc::new(FakeEngine {
         fires: tx,
@@ -77,7 +114,7 @@ fn world(cfg: Config) -> World {
     });
     let outbound: Arc<dyn Outbound> = engine.clone();
     let services = Arc::new(Services::new(
-        Runtime::build(cfg).unwrap(),
+        Runtime::build(cfg.config).unwrap(),
         None,
         Some(outbound.clone()),
     ));
@@ -86,6 +123,7 @@ fn world(cfg: Config) -> World {
         engine,
         fires: rx,
         catalog: Catalog::standard(),
+        _dirs: cfg.dirs,
     }
 }
 
@@ -131,6 +169,30 @@ impl World {
             .await
             .ok()
             .flatten()
+    }
+
+    /// The next fire (a test that waits 20 s for it has hung).
+    async fn fire(&mut self) -> (String, Value, Option<Value>) {
+        self.next_fire(Duration::from_secs(20))
+            .await
+            .expect("a job-finished fire")
+    }
+
+    /// Bind a fresh sentinel to `finished_job` (terminal and retained: the
+    /// binding replays it while it registers) and assert that its fire is
+    /// the next one: whatever was fired before the sentinel registered
+    /// would have come first. This is how a test says "nothing else was
+    /// fired" without waiting for a quiet moment.
+    async fn assert_next_is_sentinel(&mut self, finished_job: &str) {
+        let id = format!("sentinel-{}", uuid::Uuid::new_v4().simple());
+        self.bind(&id, json!({"job_id": finished_job}), None).await;
+        let (f, event, _) = self.fire().await;
+        assert_eq!(
+            f,
+            format!("fn::{id}"),
+            "a fire came before the sentinel: {event}"
+        );
+        assert_eq!(event["job_id"], finished_job);
     }
 
     async fn wait_status(&self, job_id: &str, want: &str) -> Value {
@@ -744,13 +806,17 @@ async fn blank_ids_are_refused_and_failed_spawns_leave_nothing() {
         "S211"
     );
     assert_eq!(w.services.jobs.running(), 0);
-    assert!(w.next_fire(Duration::from_millis(200)).await.is_none());
-    // and the id is free again
+    // and the id is free again; the binding's one fire is this job's, so
+    // the failed spawn fired nothing (it would have fired first)
     w.ok(
         "shell::exec_bg",
         json!({"command": "true", "job_id": "spawn-fails"}),
     )
     .await;
+    let (f, event, _) = w.fire().await;
+    assert_eq!(f, "fn::b");
+    assert_eq!(event["argv"], json!(["true"]), "{event}");
+    assert_eq!(event["status"], "finished");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -837,9 +903,11 @@ async fn max_bg_timeout_ms_kills_with_the_snapshot_the_job_started_under() {
     let w = world(cfg);
     let v = w.ok("shell::exec_bg", json!({"command": "sleep 30"})).await;
     // a reload to "unbounded" does not reach the running job
+    let mut unbounded = w.services.live.snapshot().config.clone();
+    unbounded.max_bg_timeout_ms = 0;
     w.services
         .live
-        .apply(&config().to_value())
+        .apply(&unbounded.to_value())
         .expect("reload applies");
     let id = v["job_id"].as_str().unwrap();
     let s = w.wait_status(id, "killed").await;
@@ -877,7 +945,8 @@ async fn finished_records_are_pruned_after_retention() {
 #[tokio::test]
 async fn running_jobs_are_never_pruned_and_the_record_budget_holds() {
     let table = JobTable::new(None);
-    let rt = Arc::new(Runtime::build(config()).unwrap());
+    let cfg = config();
+    let rt = Arc::new(Runtime::build(cfg.config.clone()).unwrap());
     let running = table
         .reserve(
             NewJob {
@@ -949,42 +1018,50 @@ async fn a_binding_registered_before_start_gets_the_completion_once() {
     let finished = event["finished_at_ms"].as_u64().unwrap();
     assert!(finished >= started);
     assert!(event["duration_ms"].as_u64().is_some());
-    // re-registering the same binding does not fire again
+    // re-registering the same binding does not fire again: the next fire
+    // is a sentinel's replay (a replay fires while the binding registers)
     w.bind("b1", json!({"job_id": "job-a"}), None).await;
-    assert!(w.next_fire(Duration::from_millis(200)).await.is_none());
+    w.assert_next_is_sentinel("job-a").await;
 }
 
 #[tokio::test]
 async fn a_binding_registered_after_completion_is_replayed() {
     let mut w = world(config());
+    // the probe's fire says the job's completion has been fanned out
+    w.bind("probe", json!({"job_id": "job-done"}), None).await;
     w.ok(
         "shell::exec_bg",
         json!({"command": "true", "job_id": "job-done"}),
     )
     .await;
-    w.wait_status("job-done", "finished").await;
+    let (f, _, _) = w.fire().await;
+    assert_eq!(f, "fn::probe");
     w.bind("late", json!({"job_id": "job-done"}), None).await;
-    let (f, event, _) = w.next_fire(Duration::from_secs(5)).await.unwrap();
+    let (f, event, _) = w.fire().await;
     assert_eq!(f, "fn::late");
     assert_eq!(event["status"], "finished");
-    assert!(w.next_fire(Duration::from_millis(200)).await.is_none());
+    // once: the next fire is a sentinel's
+    w.assert_next_is_sentinel("job-done").await;
     // a pruned or unknown job has nothing to replay
     w.bind("never", json!({"job_id": "job-unknown"}), None)
         .await;
-    assert!(w.next_fire(Duration::from_millis(200)).await.is_none());
+    w.assert_next_is_sentinel("job-done").await;
 }
 
 #[tokio::test]
 async fn an_unfiltered_binding_gets_future_completions_only() {
     let mut w = world(config());
+    // the probe's fire says the completion of "before" has been fanned out
+    w.bind("probe", json!({"job_id": "before"}), None).await;
     w.ok(
         "shell::exec_bg",
         json!({"command": "true", "job_id": "before"}),
     )
     .await;
-    w.wait_status("before", "finished").await;
+    let (f, _, _) = w.fire().await;
+    assert_eq!(f, "fn::probe");
+    // no replay: the next two fires are the two jobs run after it
     w.bind("all", json!({"job_id": null}), None).await;
-    assert!(w.next_fire(Duration::from_millis(200)).await.is_none());
     w.ok(
         "shell::exec_bg",
         json!({"command": "true", "job_id": "after-1"}),
@@ -998,25 +1075,47 @@ async fn an_unfiltered_binding_gets_future_completions_only() {
     w.ok("shell::kill", json!({"job_id": "after-2"})).await;
     let mut seen = Vec::new();
     for _ in 0..2 {
-        let (_, e, _) = w.next_fire(Duration::from_secs(10)).await.unwrap();
+        let (f, e, _) = w.fire().await;
         seen.push((
+            f,
             e["job_id"].as_str().unwrap().to_string(),
             e["status"].clone(),
         ));
     }
-    seen.sort_by(|a, b| a.0.cmp(&b.0));
+    seen.sort_by(|a, b| a.1.cmp(&b.1));
     assert_eq!(
         seen,
         vec![
-            ("after-1".to_string(), json!("finished")),
-            ("after-2".to_string(), json!("killed"))
+            (
+                "fn::all".to_string(),
+                "after-1".to_string(),
+                json!("finished")
+            ),
+            (
+                "fn::all".to_string(),
+                "after-2".to_string(),
+                json!("killed")
+            )
         ]
     );
-    // unregistered bindings hear nothing more
+    // unregistered bindings hear nothing more: a job's fan-out fires every
+    // binding at once, so a job's only fire is the probe's, and the next
+    // fire after it is the sentinel's
     let provider = crate::exec::job_finished::trigger_type().provider;
     provider.unregister(&w.services, "all").await;
-    w.ok("shell::exec_bg", json!({"command": "true"})).await;
-    assert!(w.next_fire(Duration::from_millis(300)).await.is_none());
+    w.bind("probe-after", json!({"job_id": "after-3"}), None)
+        .await;
+    w.ok(
+        "shell::exec_bg",
+        json!({"command": "true", "job_id": "after-3"}),
+    )
+    .await;
+    let (f, e, _) = w.fire().await;
+    assert_eq!(
+        (f.as_str(), &e["job_id"]),
+        ("fn::probe-after", &json!("after-3"))
+    );
+    w.assert_next_is_sentinel("after-3").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -1024,13 +1123,23 @@ async fn registration_racing_completion_fires_exactly_once() {
     for round in 0..20 {
         let mut w = world(config());
         let id = format!("race-{round}");
+        // the probe's fire says the completion has been fanned out
+        w.bind("probe", json!({"job_id": id}), None).await;
         w.ok("shell::exec_bg", json!({"command": "true", "job_id": id}))
             .await;
         w.bind("racer", json!({"job_id": id}), None).await;
-        assert!(w.next_fire(Duration::from_secs(10)).await.is_some());
-        assert!(
-            w.next_fire(Duration::from_millis(100)).await.is_none(),
-            "round {round}"
+        let mut fires = Vec::new();
+        while !(fires.contains(&"fn::probe".to_string())
+            && fires.contains(&"fn::racer".to_string()))
+        {
+            fires.push(w.fire().await.0);
+        }
+        // every fire of this job has been sent: the next is the sentinel's
+        w.assert_next_is_sentinel(&id).await;
+        assert_eq!(
+            fires.iter().filter(|f| *f == "fn::racer").count(),
+            1,
+            "round {round}: {fires:?}"
         );
     }
 }
@@ -1200,8 +1309,24 @@ async fn sandbox_jobs_complete_fail_and_are_marked_killed() {
     );
     let (_, e, _) = w.next_fire(Duration::from_secs(5)).await.unwrap();
     assert_eq!(e["status"], "killed");
+    // the VM answers late: the job's task handles the answer and ends (it
+    // lets go of the job), having fired nothing
+    let job = w
+        .services
+        .jobs
+        .get("vm-3", &w.services.live.snapshot())
+        .unwrap();
+    let held = Arc::strong_count(&job);
     drop(gate);
-    assert!(w.next_fire(Duration::from_millis(200)).await.is_none());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while Arc::strong_count(&job) >= held {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the job's task did not end"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    w.assert_next_is_sentinel("vm-3").await;
     assert_eq!(w.services.jobs.running(), 0);
 }
 
@@ -1400,13 +1525,26 @@ async fn processes_left_behind_by_a_command_are_killed_with_it() {
 
 // ---- nothing outlives its command (processes that leave the group) ------
 
-/// Live processes whose argv holds `token` as a whole argument.
+/// Live processes below this test process whose argv holds `token` as a
+/// whole argument. Only this process's own tree is looked at: the worker is
+/// a child subreaper, so whatever a command leaves behind (a daemon that
+/// double-forked included) is re-parented to it and stays in its tree,
+/// while a process of anyone else on the host never matches.
 fn pids_with_arg(token: &str) -> Vec<i32> {
+    assert!(
+        crate::exec::tree::init(),
+        "the test process must be a child subreaper"
+    );
+    let all = crate::exec::tree::scan();
+    let mut below = vec![std::process::id() as i32];
+    let mut i = 0;
+    while i < below.len() {
+        let parent = below[i];
+        below.extend(all.iter().filter(|s| s.ppid == parent).map(|s| s.pid));
+        i += 1;
+    }
     let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
+    for &pid in &below[1..] {
         let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
             continue;
         };
@@ -1445,15 +1583,19 @@ async fn assert_all_gone(pids: &[i32]) {
     }
 }
 
-fn have_python() -> bool {
+/// The tests below make a child leave its process group with Python's
+/// `os.setpgrp()` / `os.setsid()`: without python3 they fail (they are
+/// never skipped silently).
+fn require_python() {
     let ok = std::process::Command::new("python3")
         .args(["-c", "pass"])
         .status()
         .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("python3 not available: skipped");
-    }
-    ok
+    assert!(
+        ok,
+        "python3 is required by this test (it starts a child that leaves its process \
+         group): install python3 and run it again"
+    );
 }
 
 /// GNU `timeout` leads a process group of its own; started in the
@@ -1501,9 +1643,7 @@ async fn a_timed_out_timeout_dies_with_its_command() {
 /// grandchild there; the shell that started it exits at once.
 #[tokio::test]
 async fn a_child_that_leaves_the_group_dies_when_its_command_ends() {
-    if !have_python() {
-        return;
-    }
+    require_python();
     let w = world(config());
     // the command ends only once the grandchild exists (else it could end
     // first, and there would be nothing left to kill)
@@ -1533,9 +1673,7 @@ async fn a_child_that_leaves_the_group_dies_when_its_command_ends() {
 /// worker.
 #[tokio::test]
 async fn kill_reaches_children_that_left_the_group_and_daemons() {
-    if !have_python() {
-        return;
-    }
+    require_python();
     let w = world(config());
     let script = r#"python3 -c 'import os,subprocess,time; os.setpgrp(); subprocess.Popen(["sleep","338"]); time.sleep(338)' & python3 -c 'import os; os.fork() and os._exit(0); os.setsid(); os.fork() and os._exit(0); os.execvp("sleep", ["sleep", "339"])'; wait"#;
     let v = w
@@ -1561,9 +1699,7 @@ async fn kill_reaches_children_that_left_the_group_and_daemons() {
 /// Worker shutdown ends every job, with what left its group.
 #[tokio::test]
 async fn shutdown_reaches_children_that_left_the_group() {
-    if !have_python() {
-        return;
-    }
+    require_python();
     let w = world(config());
     let script = r#"python3 -c 'import os,subprocess,time; os.setpgrp(); subprocess.Popen(["sleep","347"]); time.sleep(347)' & timeout 300 sleep 348 & wait"#;
     w.ok(
