@@ -2,7 +2,7 @@
 //! collected by a fake engine. The end-to-end tests (`tests/watch_e2e.rs`)
 //! run the same paths through an engine.
 
-use super::source::{Injecting, Injector, Raw, Source};
+use super::source::{Injecting, Injector, Raw, Source, Waker, Wd};
 use super::*;
 use crate::config::Config;
 use crate::error::{Surface, WireError};
@@ -12,7 +12,9 @@ use crate::runtime::Runtime;
 use crate::services::Services;
 use serde_json::json;
 use std::fs;
+use std::os::fd::BorrowedFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// One fire: binding id, payload, metadata, namespace.
@@ -43,6 +45,68 @@ impl Outbound for Collect {
     }
 }
 
+/// A source whose events can be held back: while held, what the kernel
+/// reports is kept, and on release the feed reads all of it in one go.
+/// Changes made while held therefore land in one window, however slowly
+/// the test makes them (the window is 200 ms of wall clock).
+struct Gated {
+    inner: Injecting,
+    held: Arc<AtomicBool>,
+    kept: Vec<Raw>,
+}
+
+/// Holds and releases a [`Gated`] source.
+#[derive(Clone)]
+struct Gate {
+    held: Arc<AtomicBool>,
+    waker: Waker,
+}
+
+impl Gate {
+    fn hold(&self) {
+        self.held.store(true, Ordering::SeqCst);
+    }
+
+    fn release(&self) {
+        self.held.store(false, Ordering::SeqCst);
+        self.waker.wake();
+    }
+}
+
+impl Source for Gated {
+    fn add_dir(&mut self, dir: BorrowedFd<'_>) -> std::io::Result<Wd> {
+        self.inner.add_dir(dir)
+    }
+
+    fn remove(&mut self, wd: Wd) {
+        self.inner.remove(wd)
+    }
+
+    fn wait(&mut self, timeout: Option<Duration>, out: &mut Vec<Raw>) -> std::io::Result<()> {
+        let start = out.len();
+        if !self.held.load(Ordering::SeqCst) && !self.kept.is_empty() {
+            out.append(&mut self.kept);
+            // and whatever is queued now, without blocking
+            return self.inner.wait(Some(Duration::ZERO), out);
+        }
+        self.inner.wait(timeout, out)?;
+        // What arrived after `hold` is kept: the changes were made after it,
+        // so their events cannot have come earlier. A release wakes this.
+        if self.held.load(Ordering::SeqCst) {
+            self.kept.extend(out.drain(start..));
+        } else if !self.kept.is_empty() {
+            let fresh: Vec<Raw> = out.drain(start..).collect();
+            out.append(&mut self.kept);
+            out.extend(fresh);
+        }
+        Ok(())
+    }
+
+    fn waker(&self) -> Waker {
+        self.inner.waker()
+    }
+}
+
 struct Fx {
     _dir: tempfile::TempDir,
     root: PathBuf,
@@ -50,6 +114,7 @@ struct Fx {
     collect: Arc<Collect>,
     registry: Arc<Registry>,
     injectors: Arc<Mutex<Vec<Injector>>>,
+    gates: Arc<Mutex<Vec<Gate>>>,
 }
 
 impl Fx {
@@ -60,18 +125,30 @@ impl Fx {
         cfg.fs.allow_unjailed = false;
         cfg.fs.host_roots = vec![root.clone()];
         cfg.fs.denylist_paths = vec![root.join("w/denied")];
+        // the journal in the test's own directory (no home needed)
+        cfg.turns.data_dir = root.join("turns");
         tweak(&mut cfg, &root);
         fs::create_dir(root.join("w")).unwrap();
         let collect = Arc::new(Collect::default());
         let outbound: Arc<dyn Outbound> = collect.clone();
         let mut services = Services::new(Runtime::build(cfg).unwrap(), None, Some(outbound));
         let injectors: Arc<Mutex<Vec<Injector>>> = Arc::default();
-        let inj = injectors.clone();
+        let gates: Arc<Mutex<Vec<Gate>>> = Arc::default();
+        let (inj, gs) = (injectors.clone(), gates.clone());
         let marks = services.journals.marks().clone();
         let registry = Arc::new(Registry::with_source(marks, move || {
             let (src, injector) = Injecting::new()?;
             inj.lock().unwrap().push(injector);
-            Ok(Box::new(src) as Box<dyn Source>)
+            let held = Arc::new(AtomicBool::new(false));
+            gs.lock().unwrap().push(Gate {
+                held: held.clone(),
+                waker: src.waker(),
+            });
+            Ok(Box::new(Gated {
+                inner: src,
+                held,
+                kept: Vec::new(),
+            }) as Box<dyn Source>)
         }));
         services.watch = registry.clone();
         let services = Arc::new(services);
@@ -82,7 +159,18 @@ impl Fx {
             collect,
             registry,
             injectors,
+            gates,
         }
+    }
+
+    /// Make `changes` land in one window of every watcher: their events
+    /// are held back until all of them are made, then read at once.
+    fn at_once(&self, changes: impl FnOnce()) {
+        let gates = self.gates.lock().unwrap().clone();
+        assert!(!gates.is_empty(), "no watcher to hold");
+        gates.iter().for_each(Gate::hold);
+        changes();
+        gates.iter().for_each(Gate::release);
     }
 
     fn w(&self, rel: &str) -> PathBuf {
@@ -200,10 +288,12 @@ fn files_and_directories_created_modified_deleted() {
     fs::write(fx.w("old"), "x").unwrap();
     fs::create_dir(fx.w("olddir")).unwrap();
     fx.watch("b");
-    fs::write(fx.w("new"), "x").unwrap();
-    fs::write(fx.w("old"), "y").unwrap();
-    fs::create_dir(fx.w("d")).unwrap();
-    fs::remove_dir(fx.w("olddir")).unwrap();
+    fx.at_once(|| {
+        fs::write(fx.w("new"), "x").unwrap();
+        fs::write(fx.w("old"), "y").unwrap();
+        fs::create_dir(fx.w("d")).unwrap();
+        fs::remove_dir(fx.w("olddir")).unwrap();
+    });
     let got = fx.settle("b", "~marker");
     assert_eq!(
         got,
@@ -214,8 +304,10 @@ fn files_and_directories_created_modified_deleted() {
             ev("olddir", "deleted", false),
         ]
     );
-    fs::remove_file(fx.w("new")).unwrap();
-    fs::write(fx.w("d/inside"), "x").unwrap();
+    fx.at_once(|| {
+        fs::remove_file(fx.w("new")).unwrap();
+        fs::write(fx.w("d/inside"), "x").unwrap();
+    });
     let got = fx.settle("b", "~marker2");
     assert_eq!(
         got[4..],
@@ -243,21 +335,23 @@ fn merge_rules_and_renames() {
     fs::create_dir(fx.root.join("outside")).unwrap();
     fs::write(fx.root.join("outside/in"), "x").unwrap();
     fx.watch("b");
-    // create + writes
-    fs::write(fx.w("filled"), "a").unwrap();
-    fs::write(fx.w("filled"), "ab").unwrap();
-    // write then delete
-    fs::write(fx.w("gone"), "y").unwrap();
-    fs::remove_file(fx.w("gone")).unwrap();
-    // delete then create
-    fs::remove_file(fx.w("again")).unwrap();
-    fs::write(fx.w("again"), "z").unwrap();
-    // create then delete: nothing
-    fs::write(fx.w("flash"), "z").unwrap();
-    fs::remove_file(fx.w("flash")).unwrap();
-    // rename inside, and into the tree
-    fs::rename(fx.w("from"), fx.w("to")).unwrap();
-    fs::rename(fx.root.join("outside/in"), fx.w("moved-in")).unwrap();
+    fx.at_once(|| {
+        // create + writes
+        fs::write(fx.w("filled"), "a").unwrap();
+        fs::write(fx.w("filled"), "ab").unwrap();
+        // write then delete
+        fs::write(fx.w("gone"), "y").unwrap();
+        fs::remove_file(fx.w("gone")).unwrap();
+        // delete then create
+        fs::remove_file(fx.w("again")).unwrap();
+        fs::write(fx.w("again"), "z").unwrap();
+        // create then delete: nothing
+        fs::write(fx.w("flash"), "z").unwrap();
+        fs::remove_file(fx.w("flash")).unwrap();
+        // rename inside, and into the tree
+        fs::rename(fx.w("from"), fx.w("to")).unwrap();
+        fs::rename(fx.root.join("outside/in"), fx.w("moved-in")).unwrap();
+    });
     let got = fx.settle("b", "~marker");
     assert_eq!(
         got,
@@ -276,9 +370,13 @@ fn merge_rules_and_renames() {
 fn a_fresh_directory_is_watched_and_scanned() {
     let fx = Fx::new(|_, _| {});
     fx.watch("b");
-    fs::create_dir_all(fx.w("a/b/c")).unwrap();
-    fs::write(fx.w("a/b/c/f"), "x").unwrap();
-    fs::write(fx.w("a/g"), "x").unwrap();
+    // held back: the new directories are watched only once the feed reads
+    // their creation, so what is inside them is found by listing them
+    fx.at_once(|| {
+        fs::create_dir_all(fx.w("a/b/c")).unwrap();
+        fs::write(fx.w("a/b/c/f"), "x").unwrap();
+        fs::write(fx.w("a/g"), "x").unwrap();
+    });
     let got = fx.settle("b", "~marker");
     assert_eq!(
         got,
@@ -325,17 +423,19 @@ fn gitignore_nested_and_include_ignored() {
     )
     .unwrap();
     assert_eq!(fx.registry.watchers(), 2);
-    for f in [
-        "a.log",
-        "excluded",
-        "sub/secret.txt",
-        "sub/kept.txt",
-        "build/out",
-        "node_modules",
-    ] {
-        fs::write(fx.w(f), "x").unwrap();
-    }
-    fs::write(fx.w(".git/objects/abc"), "x").unwrap();
+    fx.at_once(|| {
+        for f in [
+            "a.log",
+            "excluded",
+            "sub/secret.txt",
+            "sub/kept.txt",
+            "build/out",
+            "node_modules",
+        ] {
+            fs::write(fx.w(f), "x").unwrap();
+        }
+        fs::write(fx.w(".git/objects/abc"), "x").unwrap();
+    });
     let plain = fx.settle("plain", "~marker");
     // inside a repository node_modules is only ignored when git ignores it
     assert_eq!(
@@ -360,12 +460,14 @@ fn outside_a_repository_noise_and_the_root_gitignore_are_ignored() {
     fs::create_dir_all(fx.w("node_modules/pkg")).unwrap();
     fs::create_dir_all(fx.w("data")).unwrap();
     fx.watch("b");
-    fs::write(fx.w("node_modules/pkg/i.js"), "x").unwrap();
-    fs::write(fx.w("data/log"), "x").unwrap();
-    fs::write(fx.w("x.tmp"), "x").unwrap();
-    fs::create_dir_all(fx.w("config/deep")).unwrap();
-    fs::create_dir_all(fx.w(".iii")).unwrap();
-    fs::write(fx.w("kept"), "x").unwrap();
+    fx.at_once(|| {
+        fs::write(fx.w("node_modules/pkg/i.js"), "x").unwrap();
+        fs::write(fx.w("data/log"), "x").unwrap();
+        fs::write(fx.w("x.tmp"), "x").unwrap();
+        fs::create_dir_all(fx.w("config/deep")).unwrap();
+        fs::create_dir_all(fx.w(".iii")).unwrap();
+        fs::write(fx.w("kept"), "x").unwrap();
+    });
     assert_eq!(
         fx.settle("b", "~marker"),
         vec![ev("kept", "created", false)]
@@ -425,15 +527,17 @@ fn git_refresh_signal_coalesces_head_index_and_refs() {
     fs::create_dir_all(fx.w(".git/objects/ab")).unwrap();
     fs::write(fx.w(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     fx.watch("b");
-    fs::write(fx.w(".git/index.lock"), "i").unwrap();
-    fs::rename(fx.w(".git/index.lock"), fx.w(".git/index")).unwrap();
-    fs::write(fx.w(".git/refs/heads/main"), "abc\n").unwrap();
-    fs::write(fx.w(".git/HEAD"), "ref: refs/heads/other\n").unwrap();
-    fs::create_dir_all(fx.w(".git/refs/heads/feature")).unwrap();
+    fx.at_once(|| {
+        fs::write(fx.w(".git/index.lock"), "i").unwrap();
+        fs::rename(fx.w(".git/index.lock"), fx.w(".git/index")).unwrap();
+        fs::write(fx.w(".git/refs/heads/main"), "abc\n").unwrap();
+        fs::write(fx.w(".git/HEAD"), "ref: refs/heads/other\n").unwrap();
+        fs::create_dir_all(fx.w(".git/refs/heads/feature")).unwrap();
+    });
     let got = fx.settle("b", "~marker");
     assert_eq!(got, vec![ev(".git", "modified", true)]);
     // a branch in a directory created later, and objects alone
-    fs::write(fx.w(".git/refs/heads/feature/x"), "abc\n").unwrap();
+    fx.at_once(|| fs::write(fx.w(".git/refs/heads/feature/x"), "abc\n").unwrap());
     let got = fx.settle("b", "~marker2");
     assert_eq!(got[1..], [ev(".git", "modified", true)]);
     fs::write(fx.w(".git/objects/ab/cd"), "x").unwrap();
@@ -446,11 +550,13 @@ fn git_refresh_signal_coalesces_head_index_and_refs() {
 fn denylisted_and_staging_paths_are_never_reported() {
     let fx = Fx::new(|_, _| {});
     fx.watch("b");
-    fs::write(fx.w("denied"), "x").unwrap();
-    fs::write(fx.w(".ide-stage-abc"), "x").unwrap();
-    fs::rename(fx.w(".ide-stage-abc"), fx.w("real")).unwrap();
-    // protected globs are reported like any path (no content is carried)
-    fs::write(fx.w(".env"), "x").unwrap();
+    fx.at_once(|| {
+        fs::write(fx.w("denied"), "x").unwrap();
+        fs::write(fx.w(".ide-stage-abc"), "x").unwrap();
+        fs::rename(fx.w(".ide-stage-abc"), fx.w("real")).unwrap();
+        // protected globs are reported like any path (no content is carried)
+        fs::write(fx.w(".env"), "x").unwrap();
+    });
     assert_eq!(
         fx.settle("b", "~marker"),
         vec![ev(".env", "created", false), ev("real", "created", false)]
@@ -502,12 +608,15 @@ fn shared_watcher_and_teardown() {
 fn seq_is_per_binding_and_gapless() {
     let fx = Fx::new(|_, _| {});
     fx.watch("one");
-    for i in 0..30 {
-        fs::write(fx.w(&format!("f{i}")), "x").unwrap();
-    }
+    fx.at_once(|| {
+        for i in 0..30 {
+            fs::write(fx.w(&format!("f{i}")), "x").unwrap();
+        }
+    });
     fx.wait_for("one", "f29");
     fx.watch("two");
-    fs::write(fx.w("late"), "x").unwrap();
+    // one window: one event for `late`, the only one "two" gets
+    fx.at_once(|| fs::write(fx.w("late"), "x").unwrap());
     fx.wait_for("one", "late");
     fx.wait_for("two", "late");
     for id in ["one", "two"] {
@@ -540,12 +649,17 @@ fn an_overflow_is_a_rescan() {
 fn a_window_past_the_cap_is_one_rescan() {
     let fx = Fx::new(|cfg, _| cfg.watch.max_paths_per_window = 5);
     fx.watch("b");
-    for i in 0..50 {
-        fs::write(fx.w(&format!("f{i}")), "x").unwrap();
-    }
-    let got = fx.wait_for("b", "");
+    fx.at_once(|| {
+        for i in 0..50 {
+            fs::write(fx.w(&format!("f{i}")), "x").unwrap();
+        }
+    });
+    fx.wait_for("b", "");
+    // the window's paths were dropped for the rescan: the next event is
+    // the marker's
+    let got = fx.settle("b", "~marker");
     assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!(got[0]["kind"], "rescan");
+    assert_eq!(got[0], ev("", "rescan", true));
 }
 
 #[test]
