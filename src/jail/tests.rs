@@ -14,8 +14,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const MARKER: &str = "OUTSIDE-MARKER-7f3a";
-/// How long each function is hammered.
-const PER_FUNCTION: Duration = Duration::from_millis(400);
 
 /// Every entry under `dir`: relative path → (mode, content or "<dir>").
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, String)> {
@@ -43,6 +41,10 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, String)> {
 struct Swapper {
     stop: Arc<AtomicBool>,
     swaps: Arc<AtomicU64>,
+    /// Asks the thread to stop swapping for a while ([`Swapper::hold`]).
+    pause: Arc<AtomicBool>,
+    /// The thread's answer: it is not swapping.
+    parked: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -51,9 +53,19 @@ impl Swapper {
     fn start(a: PathBuf, b: PathBuf) -> Swapper {
         let stop = Arc::new(AtomicBool::new(false));
         let swaps = Arc::new(AtomicU64::new(0));
-        let (s, n) = (stop.clone(), swaps.clone());
+        let pause = Arc::new(AtomicBool::new(false));
+        let parked = Arc::new(AtomicBool::new(false));
+        let (s, n, p, k) = (stop.clone(), swaps.clone(), pause.clone(), parked.clone());
         let handle = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
+            while !s.load(Ordering::SeqCst) {
+                if p.load(Ordering::SeqCst) {
+                    k.store(true, Ordering::SeqCst);
+                    while p.load(Ordering::SeqCst) && !s.load(Ordering::SeqCst) {
+                        std::thread::park();
+                    }
+                    k.store(false, Ordering::SeqCst);
+                    continue;
+                }
                 if renameat2(AT_FDCWD, &a, AT_FDCWD, &b, RenameFlags::RENAME_EXCHANGE).is_ok() {
                     n.fetch_add(1, Ordering::Relaxed);
                 }
@@ -62,40 +74,66 @@ impl Swapper {
         Swapper {
             stop,
             swaps,
+            pause,
+            parked,
             handle: Some(handle),
+        }
+    }
+
+    fn swaps(&self) -> u64 {
+        self.swaps.load(Ordering::Relaxed)
+    }
+
+    /// Stop swapping (a swap under way ends first) until
+    /// [`Swapper::release`].
+    fn hold(&self) {
+        self.pause.store(true, Ordering::SeqCst);
+        while !self.parked.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+    }
+
+    fn release(&self) {
+        self.pause.store(false, Ordering::SeqCst);
+        if let Some(h) = &self.handle {
+            h.thread().unpark();
         }
     }
 }
 
 impl Drop for Swapper {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::SeqCst);
         if let Some(h) = self.handle.take() {
+            h.thread().unpark();
             let _ = h.join();
         }
     }
 }
 
-/// The inside tree the functions work on (re-created as they delete it),
-/// written by handle: a plain path write would itself follow the swapped
-/// link.
-fn seed(k: &Kit, dir: &str) {
-    let anchor = super::Anchor::open(&k.root).unwrap();
+/// Remove whatever `path` names, never following it.
+fn clear(path: &Path) {
+    match std::fs::symlink_metadata(path) {
+        Ok(md) if md.is_dir() => std::fs::remove_dir_all(path).unwrap(),
+        Ok(_) => std::fs::remove_file(path).unwrap(),
+        Err(_) => {}
+    }
+}
+
+/// The inside tree the functions work on under `dir` (re-created before
+/// every call, as calls delete and move it), written while nothing swaps.
+fn seed(dir: &Path) {
+    // each name first (a swapped-in link is removed, never followed)
+    for rel in ["f.txt", "sub", "victim.txt"] {
+        clear(&dir.join(rel));
+    }
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
     for (rel, body) in [
         ("f.txt", "inside\n"),
         ("sub/g.txt", "inside g\n"),
         ("victim.txt", "inside\n"),
     ] {
-        let loc = anchor.locate(&k.root.join(dir).join(rel)).unwrap();
-        if loc.make_parents(0o755).is_ok() {
-            let _ = crate::jail::atomic::write_atomic(
-                &loc,
-                body.as_bytes(),
-                None,
-                crate::jail::atomic::Clobber::Replace,
-                &None,
-            );
-        }
+        std::fs::write(dir.join(rel), body).unwrap();
     }
 }
 
@@ -116,7 +154,7 @@ fn calls(d: &str, i: u64) -> Vec<(&'static str, Value)> {
         (
             "coder::update-file",
             json!({"files": [{"path": format!("{d}/f.txt"),
-                              "ops": [{"op": "insert", "line": 1, "content": "x"}]}]}),
+                              "ops": [{"op": "insert", "at_line": 1, "content": "x"}]}]}),
         ),
         (
             "coder::delete-file",
@@ -174,16 +212,79 @@ fn calls(d: &str, i: u64) -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// Hammer every function while `swap` runs; returns how many calls ran.
-async fn hammer(k: &Kit, dir: &str, reseed: &dyn Fn()) -> u64 {
-    let mut total = 0;
+/// Whether an answer did the call's work: an answer (not an error) in which
+/// at least one entry of a batch succeeded (a batch whose every entry
+/// failed did nothing).
+fn succeeded(answer: &Result<Value, crate::error::WireError>) -> bool {
+    fn flags(v: &Value, out: &mut Vec<bool>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::Bool(b)) = m.get("success") {
+                    out.push(*b);
+                }
+                m.values().for_each(|v| flags(v, out));
+            }
+            Value::Array(a) => a.iter().for_each(|v| flags(v, out)),
+            _ => {}
+        }
+    }
+    let Ok(v) = answer else {
+        return false;
+    };
+    let mut all = Vec::new();
+    flags(v, &mut all);
+    all.is_empty() || all.contains(&true)
+}
+
+/// How much of the attack each function must meet: calls under attack,
+/// successful ones among them (the call got through and did its work while
+/// the swappers ran), and swaps made meanwhile.
+const CALLS: u64 = 50;
+const SUCCESSES: u64 = 3;
+const SWAPS: u64 = 200;
+/// A function that has not met the counts after this many calls (or, as a
+/// hang guard only, this long) fails the test, saying what it lacked.
+const MAX_CALLS: u64 = 5_000;
+const HANG: Duration = Duration::from_secs(120);
+
+/// The swapping under attack: its swappers, and how to put the tree back
+/// (while they hold) before each call.
+struct Attack<'a> {
+    swappers: &'a [Swapper],
+    reset: &'a dyn Fn(),
+}
+
+impl Attack<'_> {
+    fn swaps(&self) -> u64 {
+        self.swappers.iter().map(Swapper::swaps).sum()
+    }
+
+    fn reset(&self) {
+        self.swappers.iter().for_each(Swapper::hold);
+        (self.reset)();
+        self.swappers.iter().for_each(Swapper::release);
+    }
+}
+
+/// Hammer every function but those in `except` while the swappers run,
+/// each until it met [`CALLS`], [`SUCCESSES`] and [`SWAPS`].
+async fn hammer(k: &Kit, dir: &str, attack: &Attack<'_>, except: &[&str]) {
     let ids: Vec<&str> = calls(dir, 0).iter().map(|(id, _)| *id).collect();
     for (n, id) in ids.iter().enumerate() {
-        let until = Instant::now() + PER_FUNCTION;
-        let mut i = 0u64;
-        while Instant::now() < until {
+        if except.contains(id) {
+            continue;
+        }
+        let hang = Instant::now() + HANG;
+        let swaps_before = attack.swaps();
+        let (mut i, mut ok) = (0u64, 0u64);
+        while i < CALLS || ok < SUCCESSES || attack.swaps() - swaps_before < SWAPS {
+            assert!(
+                i < MAX_CALLS && Instant::now() < hang,
+                "{id}: {ok} successful answers in {i} calls and {} swaps",
+                attack.swaps() - swaps_before
+            );
             i += 1;
-            reseed();
+            attack.reset();
             let (_, payload) = calls(dir, i).swap_remove(n);
             let answer = k.call(id, payload).await;
             let text = match &answer {
@@ -194,10 +295,11 @@ async fn hammer(k: &Kit, dir: &str, reseed: &dyn Fn()) -> u64 {
                 !text.contains(MARKER),
                 "{id} reached outside the jail: {text}"
             );
-            total += 1;
+            if succeeded(&answer) {
+                ok += 1;
+            }
         }
     }
-    total
 }
 
 fn outside_tree(k: &Kit) -> PathBuf {
@@ -213,15 +315,29 @@ fn outside_tree(k: &Kit) -> PathBuf {
 async fn a_directory_swapped_for_an_outside_link_is_never_followed() {
     let k = Kit::jailed();
     let out = outside_tree(&k);
-    std::fs::create_dir(k.root.join("a")).unwrap();
-    symlink(&out, k.root.join("b")).unwrap();
+    let (a, b) = (k.root.join("a"), k.root.join("b"));
+    std::fs::create_dir(&a).unwrap();
+    symlink(&out, &b).unwrap();
     let before = snapshot(&out);
-    let swapper = Swapper::start(k.root.join("a"), k.root.join("b"));
-    let calls = hammer(&k, "a", &|| seed(&k, "a")).await;
-    let swaps = swapper.swaps.load(Ordering::Relaxed);
-    drop(swapper);
-    assert!(swaps > 1000, "the swapper barely ran ({swaps})");
-    assert!(calls > 100, "too few calls ({calls})");
+    let swappers = [Swapper::start(a.clone(), b.clone())];
+    let reset = || {
+        // `a` the directory again, `b` the link
+        if std::fs::symlink_metadata(&a).unwrap().is_symlink() {
+            renameat2(AT_FDCWD, &a, AT_FDCWD, &b, RenameFlags::RENAME_EXCHANGE).unwrap();
+        }
+        seed(&a);
+    };
+    hammer(
+        &k,
+        "a",
+        &Attack {
+            swappers: &swappers,
+            reset: &reset,
+        },
+        &[],
+    )
+    .await;
+    drop(swappers);
     assert_eq!(snapshot(&out), before, "the outside tree changed");
 }
 
@@ -230,29 +346,38 @@ async fn a_last_component_swapped_for_an_outside_link_is_never_followed() {
     let k = Kit::jailed();
     let out = outside_tree(&k);
     let a = k.root.join("a");
-    std::fs::create_dir_all(a.join("sub")).unwrap();
-    // Swap each file the calls name with a link to its outside twin.
-    let mut swappers = Vec::new();
-    for rel in ["f.txt", "sub", "victim.txt"] {
-        let real = a.join(rel);
-        if rel == "sub" {
-            std::fs::create_dir_all(&real).unwrap();
-        } else {
-            std::fs::write(&real, "inside\n").unwrap();
+    // Swap each name the calls use with a link to its outside twin.
+    let names = ["f.txt", "sub", "victim.txt"];
+    let link = |rel: &str| a.join(format!("{rel}.lnk"));
+    let reset = || {
+        // the real names inside, each `.lnk` the link to its outside twin
+        seed(&a);
+        for rel in names {
+            clear(&link(rel));
+            symlink(out.join(rel), link(rel)).unwrap();
         }
-        let link = a.join(format!("{rel}.lnk"));
-        symlink(out.join(rel), &link).unwrap();
-        swappers.push(Swapper::start(real, link));
-    }
+    };
+    std::fs::create_dir(&a).unwrap();
+    reset();
     let before = snapshot(&out);
-    let calls = hammer(&k, "a", &|| {}).await;
-    let swaps: u64 = swappers
+    let swappers: Vec<Swapper> = names
         .iter()
-        .map(|s| s.swaps.load(Ordering::Relaxed))
-        .sum();
+        .map(|rel| Swapper::start(a.join(rel), link(rel)))
+        .collect();
+    hammer(
+        &k,
+        "a",
+        &Attack {
+            swappers: &swappers,
+            reset: &reset,
+        },
+        // A command is jailed by its cwd only (`exec_confinement`): `cat
+        // f.txt` reads whatever the name is at that moment. Its cwd being
+        // swapped is the directory test above.
+        &["shell::exec"],
+    )
+    .await;
     drop(swappers);
-    assert!(swaps > 1000, "the swappers barely ran ({swaps})");
-    assert!(calls > 100, "too few calls ({calls})");
     assert_eq!(snapshot(&out), before, "the outside tree changed");
 }
 
