@@ -53,11 +53,19 @@ async fn an_empty_stream_ends_only_once_the_writer_connected() {
     let engine = Engine::start().await;
     let c = client(&engine).await;
     let ch = create_channel(&c, None).await.unwrap();
+    let reader = tokio::spawn(async move { ch.reader.read_all().await });
     ch.writer.close().await.unwrap();
-    assert!(
-        tokio::time::timeout(Duration::from_millis(500), ch.reader.read_all())
-            .await
-            .is_err(),
+    // the stream did not end: what the writer sends afterwards is what the
+    // reader gets (an ended stream would have read empty)
+    ch.writer.write(b"after").await.unwrap();
+    ch.writer.close().await.unwrap();
+    let got = tokio::time::timeout(WAIT, reader)
+        .await
+        .expect("the reader ends once the writer that connected closes")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        got, b"after",
         "a writer that never connected cannot end the stream"
     );
     let ch = create_channel(&c, None).await.unwrap();

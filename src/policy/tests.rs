@@ -69,7 +69,9 @@ fn jailed_absolute_paths_must_be_inside_some_root() {
     let f = fixture();
     let p = jailed(&f);
     let inside_second = f.second.join("x.txt");
-    assert!(follow(&p, inside_second.to_str().unwrap(), Surface::Shell).is_ok());
+    let r = follow(&p, inside_second.to_str().unwrap(), Surface::Shell).unwrap();
+    assert_eq!(r.path, inside_second);
+    assert_eq!(r.root.as_deref(), Some(f.second.as_path()));
     let out = f.outside.join("secret.txt");
     assert_eq!(
         code(follow(&p, out.to_str().unwrap(), Surface::Shell)),
@@ -209,7 +211,12 @@ fn unjailed_shell_surface_takes_absolute_paths_only() {
     assert_eq!(code(follow(&p, "src/lib.rs", Surface::Shell)), Some(210));
     assert_eq!(code(follow(&p, "~/x", Surface::Shell)), Some(210));
     let abs = f.outside.join("other.txt");
-    assert!(follow(&p, abs.to_str().unwrap(), Surface::Shell).is_ok());
+    assert_eq!(
+        follow(&p, abs.to_str().unwrap(), Surface::Shell)
+            .unwrap()
+            .path,
+        abs
+    );
 }
 
 #[test]
@@ -224,7 +231,17 @@ fn unjailed_coder_anchors_relative_paths_at_its_fallback_roots() {
     let r = follow(&p, "src/lib.rs", Surface::Coder).unwrap();
     assert_eq!(r.path, f.root.join("src/lib.rs"));
     // absolute paths anywhere
-    assert!(follow(&p, "/usr", Surface::Coder).is_ok());
+    let anywhere = f.outside.join("other.txt");
+    assert_eq!(
+        follow(&p, anywhere.to_str().unwrap(), Surface::Coder)
+            .unwrap()
+            .path,
+        anywhere
+    );
+    assert_eq!(
+        follow(&p, "/", Surface::Coder).unwrap().path,
+        Path::new("/")
+    );
 }
 
 #[test]
@@ -325,7 +342,12 @@ fn default_excludes_hide_but_do_not_protect() {
     assert!(p.is_excluded(&f.root.join("node_modules")));
     assert!(p.is_excluded(&f.root.join("a/.git/config")));
     assert!(!p.is_excluded(&f.root.join("src")));
-    assert!(follow(&p, "node_modules/x.js", Surface::Coder).is_ok());
+    assert_eq!(
+        follow(&p, "node_modules/x.js", Surface::Coder)
+            .unwrap()
+            .path,
+        f.root.join("node_modules/x.js")
+    );
 }
 
 #[test]

@@ -1050,21 +1050,49 @@ fn a_cancelled_search_stops_walking_and_scanning() {
     assert_eq!(out.files_scanned, 0);
 }
 
+/// Exclude globs that leave exactly one top-level name, `proc`, to walk,
+/// and exclude nothing below it (`*` and `?` match `/` too).
+fn only_proc(path: &str) -> Value {
+    json!({"query": "cpuinfo", "path": path, "search_content": false,
+           "exclude_globs": ["[!p]*", "p", "p[!r]*", "pr", "pr[!o]*", "pro", "pro[!c]*",
+                             "proc[!/]*"]})
+}
+
 #[tokio::test]
-async fn a_search_from_the_filesystem_root_leaves_out_proc() {
-    let services = Services::standalone(Runtime::build(Config::zero_config()).unwrap());
-    // everything at the top but `/proc` (and other `pr…` names) is excluded,
-    // so this walks nothing unless it walks `/proc`
-    let out = Catalog::standard()
-        .call(
-            &services,
-            "coder::search",
-            json!({"query": "cpuinfo", "path": "/", "search_content": false,
-                   "exclude_globs": ["[!p]*", "p[!r]*"]}),
-        )
+async fn a_folder_named_proc_is_searched_below_the_filesystem_root() {
+    // the globs leave `proc` to the walk, and only the filesystem root's
+    // own `/proc` is left out: a tree's `proc` is searched like any folder
+    let t = tree(&[
+        ("proc/cpuinfo", "x\n"),
+        ("sys/cpuinfo", "x\n"),
+        ("procs/cpuinfo", "x\n"),
+        ("pro/cpuinfo", "x\n"),
+    ]);
+    let out = t
+        .call(only_proc(&t.root.display().to_string()))
         .await
         .unwrap();
-    assert_eq!(out["path_matches"], json!([]));
+    assert_eq!(
+        out["path_matches"],
+        json!([{"kind": "file", "path": t.root.join("proc/cpuinfo").display().to_string()}])
+    );
+}
+
+#[tokio::test]
+async fn a_search_from_the_filesystem_root_leaves_out_proc() {
+    // The same request from `/`: `/proc/cpuinfo` (there on every Linux)
+    // would match, and nothing else on the host is walked, as the globs
+    // leave only `/proc` (the test above shows they do not exclude it).
+    assert!(Path::new("/proc/cpuinfo").exists());
+    let journal = TempDir::new().unwrap();
+    let mut cfg = Config::zero_config();
+    cfg.turns.data_dir = journal.path().to_path_buf();
+    let services = Services::standalone(Runtime::build(cfg).unwrap());
+    let out = Catalog::standard()
+        .call(&services, "coder::search", only_proc("/"))
+        .await
+        .unwrap();
+    assert_eq!(out["path_matches"], json!([]), "{out}");
 }
 
 #[tokio::test]
