@@ -61,11 +61,11 @@ async fn world() -> World {
         &["--url", &engine.url(), "--config", served.to_str().unwrap()],
         &[],
     );
+    // every function of the catalog: the tests call several, and they
+    // register one by one
     assert!(
-        engine
-            .wait_for_functions(|fs| fs.iter().any(|f| f.id == "shell::status"), T)
-            .await,
-        "ide did not register:\n{}",
+        engine.wait_for_ide(T).await,
+        "ide did not register its functions:\n{}",
         ide.logs()
     );
     World {

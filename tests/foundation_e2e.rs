@@ -299,12 +299,20 @@ async fn a_stored_shell_value_is_carried_over_once() {
     assert_eq!(info["mode"], "jailed");
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A loopback port kept bound but not listening: a connection to it is
+/// refused (nobody listens), and while this socket holds it no ephemeral
+/// bind or connect of any process can take it. Bound with `SO_REUSEADDR`,
+/// as the engines bind theirs, so an engine started on the port later can
+/// bind it and listen (the kernel lets reuse sockets share a port with one
+/// that does not listen); drop it once the engine listens.
+fn refusing_port() -> (tokio::net::TcpSocket, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket.set_reuseaddr(true).expect("SO_REUSEADDR");
+    socket
+        .bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+        .expect("a loopback port");
+    let port = socket.local_addr().expect("its address").port();
+    (socket, port)
 }
 
 /// Boot must fail closed: exit non-zero, say why, register nothing.
@@ -394,7 +402,8 @@ async fn no_functions_until_the_configuration_worker_answers() {
 
 #[tokio::test]
 async fn an_unreachable_engine_logs_one_error_and_recovery_is_automatic() {
-    let port = free_port();
+    // the port stays this test's from the unreachable phase to the engine
+    let (hold, port) = refusing_port();
     let url = format!("ws://127.0.0.1:{port}");
     let dir = tempfile::TempDir::new().unwrap();
     let seed = seed_file(&dir, "fs:\n  allow_unjailed: true\n");
@@ -403,6 +412,7 @@ async fn an_unreachable_engine_logs_one_error_and_recovery_is_automatic() {
     assert!(ide.wait_for_log(&needle, T).await, "{}", ide.logs());
     assert!(ide.logs().contains("III_URL"));
     let engine = Engine::start_with(port, &Store::new()).await;
+    drop(hold);
     assert!(
         ide.wait_for_log("ide serving", Duration::from_secs(20))
             .await,

@@ -168,11 +168,35 @@ impl IdeProcess {
 
     /// Like [`wait_for_log`](Self::wait_for_log), looking only at the output
     /// after byte `offset` (see [`log_len`](Self::log_len)).
+    ///
+    /// Each wake-up looks only at what arrived since the last one (plus the
+    /// needle's length less one, for a needle split across lines), copied out
+    /// under the lock and searched outside it: the whole wait is linear in
+    /// the output, and the readers are never held up by a search.
     pub async fn wait_for_log_from(&self, offset: usize, needle: &str, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        let found = || {
-            let all = self.output.all();
-            all.get(offset..).is_some_and(|tail| tail.contains(needle))
+        // where the next look starts (a char boundary of the output)
+        let mut from = offset;
+        let mut found = || {
+            let fresh = {
+                let all = self.output.all();
+                let mut start = from.min(all.len());
+                while !all.is_char_boundary(start) {
+                    start += 1;
+                }
+                let fresh = all[start..].to_string();
+                // the next look keeps the last needle.len() - 1 bytes
+                let mut next = all
+                    .len()
+                    .saturating_sub(needle.len().saturating_sub(1))
+                    .max(start);
+                while !all.is_char_boundary(next) {
+                    next -= 1;
+                }
+                from = next;
+                fresh
+            };
+            fresh.contains(needle)
         };
         loop {
             let notified = self.output.notify.notified();
