@@ -253,6 +253,7 @@ fn register_catalog(iii: &IIIClient, catalog: &Arc<Catalog>, services: &Arc<Serv
     let hold = answer_hold::Hold::new(base);
     drop(hold.watch());
     for def in catalog.iter() {
+        let id = def.id;
         let handler = def.handler.clone();
         let services = services.clone();
         let main = main.clone();
@@ -263,7 +264,9 @@ fn register_catalog(iii: &IIIClient, catalog: &Arc<Catalog>, services: &Arc<Serv
             let handler = handler.clone();
             let ctx = crate::function::Ctx::new(services.clone());
             let task = main.spawn(async move {
-                let out = handler(ctx, payload).await;
+                let out = handler(ctx, payload)
+                    .await
+                    .and_then(|v| engine_decodable(id, v));
                 answer_hold::wait(arrived, hold).await;
                 out
             });
@@ -289,6 +292,49 @@ fn register_catalog(iii: &IIIClient, catalog: &Arc<Catalog>, services: &Arc<Serv
         .response_format(def.response_schema.clone());
         iii.register_function(def.id, registration);
     }
+}
+
+/// The deepest an answer's `result` may nest. The engine decodes every frame
+/// with serde_json's recursion limit (128 levels, the frame's own object and
+/// its `result` among them) and drops a frame past it unanswered: the caller
+/// waits out its whole timeout (ENGINE-FACTS.md, "other silent drops").
+const MAX_ANSWER_NESTING: usize = 126;
+
+/// How deeply `v` nests (a scalar 0, `[]` 1, `[[1]]` 2), counted without
+/// recursion and only as far as just past `limit`.
+fn nesting(v: &Value, limit: usize) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, above)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        let depth = above + 1;
+        deepest = deepest.max(depth);
+        if deepest > limit {
+            break;
+        }
+        stack.extend(children.map(|c| (c, depth)));
+    }
+    deepest
+}
+
+/// `v`, or a 218 instead of an answer the engine would drop unseen.
+fn engine_decodable(function_id: &str, v: Value) -> Result<Value, crate::error::WireError> {
+    if nesting(&v, MAX_ANSWER_NESTING) <= MAX_ANSWER_NESTING {
+        return Ok(v);
+    }
+    let failure = crate::error::Failure::new(
+        crate::error::Class::TooLarge,
+        format!(
+            "the answer of {function_id} nests more than {MAX_ANSWER_NESTING} levels deep, and \
+             the engine drops such an answer without telling the caller; ask for less depth \
+             (coder::tree: a smaller max_depth, then descend from a deeper path)"
+        ),
+    );
+    Err(failure.to_wire(crate::error::Surface::of(function_id)))
 }
 
 /// The core's view of the engine, over the SDK.
@@ -639,5 +685,49 @@ mod tests {
             Some(("engine".into(), 443))
         );
         assert_eq!(super::host_port("not a url"), None);
+    }
+
+    /// `[[...]]`, `levels` deep.
+    fn nested(levels: usize) -> serde_json::Value {
+        let mut v = serde_json::json!(1);
+        for _ in 0..levels {
+            v = serde_json::json!([v]);
+        }
+        v
+    }
+
+    #[test]
+    fn an_answer_the_engine_could_not_decode_becomes_a_218() {
+        use iii_sdk::protocol::Message;
+        assert_eq!(super::nesting(&serde_json::json!("x"), 10), 0);
+        assert_eq!(
+            super::nesting(&serde_json::json!({"a": [1, {"b": []}]}), 10),
+            4
+        );
+        assert_eq!(
+            super::nesting(&nested(500), 10),
+            11,
+            "stops just past the limit"
+        );
+        // the engine decodes the frame an answer travels in as this does
+        let frame = |v: serde_json::Value| {
+            serde_json::json!({"type": "invocationresult",
+                "invocation_id": "9f4c8f8e-54d4-4b8e-9c1e-1b7a3e6f0d2a",
+                "function_id": "coder::tree", "result": v})
+            .to_string()
+        };
+        let at_limit = nested(super::MAX_ANSWER_NESTING);
+        assert!(serde_json::from_str::<Message>(&frame(at_limit.clone())).is_ok());
+        assert_eq!(
+            super::engine_decodable("coder::tree", at_limit.clone()),
+            Ok(at_limit)
+        );
+        let past = nested(super::MAX_ANSWER_NESTING + 1);
+        assert!(serde_json::from_str::<Message>(&frame(past.clone())).is_err());
+        let refused = super::engine_decodable("coder::tree", past).unwrap_err();
+        assert_eq!(refused.code, "C218", "{refused:?}");
+        assert!(refused.message.contains("max_depth"), "{refused:?}");
+        let refused = super::engine_decodable("shell::fs::ls", nested(200)).unwrap_err();
+        assert_eq!(refused.code, "S218", "{refused:?}");
     }
 }
