@@ -9,6 +9,13 @@
 //! (recorded in BENCHMARKS.md). The same long-lived call loop also runs
 //! from the Python and Node SDKs (`tests/clients/`), as agents and the
 //! console run it.
+//!
+//! Each soak runs twice: on the engine of the run, and (`faulted_*`, for a
+//! third of the time) on the loopback stand-in with every fault of the real
+//! engine on ([`Faults::all`]): answers that come back before the engine
+//! filed their call are dropped, Nagle on the engine's sockets, and so on.
+//! ide's remedies must keep every answer. On a real engine the faulted runs
+//! say so and pass: its faults are its own.
 
 mod support;
 
@@ -23,8 +30,8 @@ use iii_sdk::helpers::ChannelDirection;
 use iii_sdk::protocol::TriggerRequest;
 use iii_sdk::{Error as SdkError, IIIClient, RegisterFunction};
 use serde_json::{Value, json};
-use support::engine::{connect_worker, unique_name};
-use support::harness::Engine;
+use support::engine::{ConfigStore, Faults, LoopbackEngine, connect_worker, unique_name};
+use support::harness::{Engine, real_engine_binary};
 use support::ide_process::IdeProcess;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -42,23 +49,89 @@ fn soak_time() -> Duration {
     Duration::from_secs(secs)
 }
 
+/// The engine a soak runs on.
+#[derive(Clone, Copy, PartialEq)]
+enum Run {
+    /// The run's engine: the well-behaved stand-in, or a real one.
+    Plain,
+    /// The stand-in with every fault on.
+    Faulted,
+}
+
+impl Run {
+    /// How long the soak goes on: a third of [`soak_time`] when faulted.
+    fn soak_time(self) -> Duration {
+        match self {
+            Run::Plain => soak_time(),
+            Run::Faulted => (soak_time() / 3).max(Duration::from_secs(1)),
+        }
+    }
+
+    fn label(self, what: &str) -> String {
+        match self {
+            Run::Plain => what.to_string(),
+            Run::Faulted => format!("{what}, faulted engine"),
+        }
+    }
+}
+
 struct World {
     engine: Engine,
     ide: IdeProcess,
     dir: tempfile::TempDir,
+    run: Run,
     _turn: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl World {
+    /// On the faulted stand-in: what the faults did, printed; the answer
+    /// window must have opened, and, when only ide answers calls here
+    /// (`only_ide_answers`), dropped none of them.
+    fn fault_report(&self, label: &str, only_ide_answers: bool) {
+        let Some(counts) = self
+            .engine
+            .loopback()
+            .filter(|_| self.run == Run::Faulted)
+            .map(|e| e.fault_counts())
+        else {
+            return;
+        };
+        eprintln!("soak {label}: {counts:?}");
+        assert!(
+            counts.windows_opened > 0,
+            "no answer window opened: {counts:?}"
+        );
+        if only_ide_answers {
+            assert_eq!(
+                counts.answers_dropped,
+                0,
+                "ide answered inside the window: {counts:?}\n{}",
+                self.ide.logs()
+            );
+        }
+    }
 }
 
 /// One soak at a time: each measures one engine and one ide under its own
 /// load, not four soaks fighting over two cores.
 static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-async fn start() -> World {
+/// `None`: a faulted run on a real engine, skipped.
+async fn start(run: Run) -> Option<World> {
+    if run == Run::Faulted && real_engine_binary().is_some() {
+        eprintln!("skipped: the faults are the loopback stand-in's (IDE_TEST_ENGINE is set)");
+        return None;
+    }
     let turn = TURN.lock().await;
     let dir = tempfile::TempDir::new().expect("temp dir");
     let mut cfg = ide::config::Config::zero_config();
     cfg.working_dir = Some(dir.path().to_path_buf());
-    let engine = Engine::start().await;
+    let engine = match run {
+        Run::Plain => Engine::start().await,
+        Run::Faulted => Engine::Loopback(
+            LoopbackEngine::start_faulted(0, ConfigStore::new(), Faults::all()).await,
+        ),
+    };
     // a config file outside the tree the clients read
     let config_path = dir.path().join(".ide-seed.yaml");
     let ide = IdeProcess::serve(&engine.url(), &cfg, &config_path);
@@ -67,12 +140,13 @@ async fn start() -> World {
         "ide did not register its functions:\n{}",
         ide.logs()
     );
-    World {
+    Some(World {
         engine,
         ide,
         dir,
+        run,
         _turn: turn,
-    }
+    })
 }
 
 /// Latencies of one function, and the calls that got no answer.
@@ -192,10 +266,21 @@ fn ok(function_id: &str, r: Result<Value, SdkError>) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_long_lived_client_calling_back_to_back_gets_every_answer() {
-    let w = start().await;
+    one_client(Run::Plain).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faulted_engine_one_long_lived_client_calling_back_to_back_gets_every_answer() {
+    one_client(Run::Faulted).await;
+}
+
+async fn one_client(run: Run) {
+    let Some(w) = start(run).await else {
+        return;
+    };
     let client = client(&w.engine, "soak-agent").await;
     let stats = Stats::default();
-    let end = Instant::now() + soak_time();
+    let end = Instant::now() + run.soak_time();
     while Instant::now() < end {
         if let Some(r) = timed(&client, &stats, "coder::info", json!({})).await {
             let v = ok("coder::info", r);
@@ -203,7 +288,9 @@ async fn one_long_lived_client_calling_back_to_back_gets_every_answer() {
             assert!(v["max_read_bytes"].is_u64(), "{v}");
         }
     }
-    stats.report("one client", &w.ide);
+    let label = run.label("one client");
+    stats.report(&label, &w.ide);
+    w.fault_report(&label, true);
     client.shutdown_async().await;
     w.engine.stop().await;
 }
@@ -266,14 +353,25 @@ impl Pane {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_long_lived_clients_under_mixed_load_lose_nothing() {
-    let w = start().await;
+    mixed_load(Run::Plain).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faulted_engine_four_long_lived_clients_under_mixed_load_lose_nothing() {
+    mixed_load(Run::Faulted).await;
+}
+
+async fn mixed_load(run: Run) {
+    let Some(w) = start(run).await else {
+        return;
+    };
     let root = w.dir.path().canonicalize().unwrap();
     numbered(&root, 5_000);
     let blob: Vec<u8> = (0..200_000u32).map(|i| (i * 31 % 251) as u8).collect();
     std::fs::write(root.join("blob.bin"), &blob).unwrap();
     let url = w.engine.url();
     let stats = Stats::default();
-    let end = Instant::now() + soak_time();
+    let end = Instant::now() + run.soak_time();
 
     // 1. an agent reading windows of a file
     let reader = {
@@ -420,9 +518,13 @@ async fn four_long_lived_clients_under_mixed_load_lose_nothing() {
     runner.await.expect("runner");
     let keystrokes = typist.await.expect("typist");
     streamer.await.expect("streamer");
-    eprintln!("soak mixed: {keystrokes} keystroke groups echoed in order");
+    let label = run.label("mixed");
+    eprintln!("soak {label}: {keystrokes} keystroke groups echoed in order");
     assert!(keystrokes > 0);
-    stats.report("mixed", &w.ide);
+    stats.report(&label, &w.ide);
+    // the console's own answers (terminal output) can be dropped: ide sends
+    // the frame again, the pane applies it once
+    w.fault_report(&label, false);
     w.engine.stop().await;
 }
 
@@ -433,16 +535,23 @@ fn sdk_clients_required() -> bool {
 }
 
 /// Run one of `tests/clients/soak.*` against ide and check its report.
-async fn sdk_client_soak(program: &str, script: &str, ready: impl Fn() -> Result<(), String>) {
+async fn sdk_client_soak(
+    run: Run,
+    program: &str,
+    script: &str,
+    ready: impl Fn() -> Result<(), String>,
+) {
     if let Err(why) = ready() {
         assert!(!sdk_clients_required(), "{why}");
         eprintln!("skipped: {why}");
         return;
     }
-    let w = start().await;
+    let Some(w) = start(run).await else {
+        return;
+    };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
     let home = tempfile::TempDir::new().unwrap();
-    let secs = soak_time().as_secs().to_string();
+    let secs = run.soak_time().as_secs().to_string();
     let budget = CALL_BUDGET.as_millis().to_string();
     let out = tokio::process::Command::new(program)
         .arg(dir.join(script))
@@ -453,7 +562,7 @@ async fn sdk_client_soak(program: &str, script: &str, ready: impl Fn() -> Result
         .env_remove("III_URL")
         .kill_on_drop(true)
         .output();
-    let out = tokio::time::timeout(soak_time() + Duration::from_secs(60), out)
+    let out = tokio::time::timeout(run.soak_time() + Duration::from_secs(60), out)
         .await
         .unwrap_or_else(|_| panic!("{script} did not finish"))
         .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
@@ -469,7 +578,8 @@ async fn sdk_client_soak(program: &str, script: &str, ready: impl Fn() -> Result
                 String::from_utf8_lossy(&out.stderr)
             )
         });
-    eprintln!("soak {script}: {report}");
+    let label = run.label(script);
+    eprintln!("soak {label}: {report}");
     assert_eq!(
         report["unanswered"],
         0,
@@ -477,33 +587,45 @@ async fn sdk_client_soak(program: &str, script: &str, ready: impl Fn() -> Result
         w.ide.logs()
     );
     assert!(report["answered"].as_u64().unwrap_or(0) > 0, "{report}");
+    w.fault_report(&label, true);
     w.engine.stop().await;
+}
+
+fn python_sdk() -> Result<(), String> {
+    let probe = std::process::Command::new("python3")
+        .args(["-c", "import iii"])
+        .output();
+    match probe {
+        Ok(o) if o.status.success() => Ok(()),
+        _ => Err("the Python iii-sdk is not installed (pip install iii-sdk==0.25.0)".into()),
+    }
+}
+
+fn node_sdk() -> Result<(), String> {
+    let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_modules/iii-sdk");
+    if modules.is_dir() {
+        Ok(())
+    } else {
+        Err("the Node iii-sdk is not installed (cd tests/clients && npm ci)".into())
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_lived_python_sdk_client_gets_every_answer() {
-    sdk_client_soak("python3", "soak.py", || {
-        let probe = std::process::Command::new("python3")
-            .args(["-c", "import iii"])
-            .output();
-        match probe {
-            Ok(o) if o.status.success() => Ok(()),
-            _ => Err("the Python iii-sdk is not installed (pip install iii-sdk==0.25.0)".into()),
-        }
-    })
-    .await;
+    sdk_client_soak(Run::Plain, "python3", "soak.py", python_sdk).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faulted_engine_a_long_lived_python_sdk_client_gets_every_answer() {
+    sdk_client_soak(Run::Faulted, "python3", "soak.py", python_sdk).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_lived_node_sdk_client_gets_every_answer() {
-    sdk_client_soak("node", "soak.mjs", || {
-        let modules =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_modules/iii-sdk");
-        if modules.is_dir() {
-            Ok(())
-        } else {
-            Err("the Node iii-sdk is not installed (cd tests/clients && npm ci)".into())
-        }
-    })
-    .await;
+    sdk_client_soak(Run::Plain, "node", "soak.mjs", node_sdk).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faulted_engine_a_long_lived_node_sdk_client_gets_every_answer() {
+    sdk_client_soak(Run::Faulted, "node", "soak.mjs", node_sdk).await;
 }

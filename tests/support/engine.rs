@@ -24,6 +24,15 @@
 //!
 //! Namespaces are not modelled beyond their names: everything lives in
 //! `default`. Queues (`enqueue`) are not provided.
+//!
+//! By default the stand-in is well-behaved where the real engine is not: it
+//! files a call as pending before it forwards it, delivers in order, sets
+//! `TCP_NODELAY`, and answers a frame it cannot decode with an error. The
+//! real engine's failures are [`Faults`], off unless asked for (the
+//! `IDE_TEST_ENGINE_FAULTS` variable, or [`LoopbackEngine::start_faulted`]):
+//! unordered fire-and-forget deliveries, undecodable frames dropped
+//! unanswered, the window in which an answer finds no pending call and is
+//! dropped, and Nagle on the engine's sockets.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -67,6 +76,241 @@ const REGISTRATION_HOLD: Duration = Duration::from_secs(2);
 const MAX_MESSAGE_BYTES: usize = 64 << 20;
 /// Bound on the goodbye (close frame) sent to each peer on stop.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+
+// ───────────────────────────── faults ──────────────────────────────────────
+
+/// The variable that turns faults on for every stand-in a test run starts
+/// ([`Faults::parse`] reads it; unset or empty: none).
+pub const FAULTS_VAR: &str = "IDE_TEST_ENGINE_FAULTS";
+
+/// The ways a real iii engine (0.23) fails that the stand-in reproduces on
+/// demand (`ENGINE-FACTS.md` beside this file).
+/// Every draw (a delivery's delay, whether a call's answer window is open)
+/// comes from one generator seeded with [`seed`](Self::seed), so a run can be
+/// told again.
+///
+/// As a spec (`IDE_TEST_ENGINE_FAULTS`, [`Faults::parse`], `Display`): a
+/// comma-separated list of `all`, `unordered[=MAX_US]`, `undecodable`,
+/// `answer-window[=WIDTH_US]`, `answer-window-share=PERCENT`, `nagle`,
+/// `seed=N`; later items override earlier ones (`all,answer-window=5000`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Faults {
+    /// Every fire-and-forget delivery is sent from a task of its own
+    /// after a delay drawn from `0..=max`, so a burst arrives out of order.
+    pub unordered: Option<Duration>,
+    /// A frame that does not decode (nested deeper than serde_json's
+    /// limit, a lone surrogate escape such as `"\ud800"`, an invocation
+    /// without `data`) is logged as a `json decode error` and dropped: its
+    /// caller waits its whole timeout. Off, the stand-in answers the call it
+    /// can find in such a frame with `invocation_failed`.
+    pub undecodable: bool,
+    /// The engine forwards a call first and files it as pending only
+    /// afterwards; an answer that comes back inside that window finds no
+    /// pending call and is dropped (the caller waits its whole timeout).
+    pub answer_window: Option<AnswerWindow>,
+    /// No `TCP_NODELAY` on the sockets the engine accepts: a small frame
+    /// written right behind another waits for the peer's delayed ACK.
+    pub nagle: bool,
+    /// Seed of the draws.
+    pub seed: u64,
+}
+
+/// The answer window fault.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AnswerWindow {
+    /// How long after a call is handed to its worker's connection the engine
+    /// files it; an answer read before then is dropped.
+    pub width: Duration,
+    /// The share of routed calls (percent, drawn per call) whose window is
+    /// open; the others are filed before they are forwarded.
+    pub share_percent: u8,
+}
+
+impl Faults {
+    /// Largest delay of a fire-and-forget delivery under `unordered`.
+    pub const UNORDERED_MAX: Duration = Duration::from_micros(5_000);
+    /// The answer window's width: half of ide's default answer hold, which
+    /// must therefore keep every one of its answers out of it.
+    pub const ANSWER_WINDOW: Duration = Duration::from_micros(1_000);
+    /// The share of calls whose window is open. Not every one: a worker
+    /// without a hold (a console page, a test's own worker) would lose every
+    /// answer, where the real engine's window opens under load only.
+    pub const ANSWER_WINDOW_SHARE: u8 = 25;
+    pub const SEED: u64 = 11;
+
+    /// No fault: the well-behaved stand-in.
+    pub fn none() -> Faults {
+        Faults {
+            seed: Self::SEED,
+            ..Faults::default()
+        }
+    }
+
+    /// Every fault, at its default strength.
+    pub fn all() -> Faults {
+        Faults::none()
+            .unordered(Self::UNORDERED_MAX)
+            .undecodable()
+            .answer_window(Self::ANSWER_WINDOW, Self::ANSWER_WINDOW_SHARE)
+            .nagle()
+    }
+
+    pub fn unordered(mut self, max: Duration) -> Faults {
+        self.unordered = Some(max);
+        self
+    }
+
+    pub fn undecodable(mut self) -> Faults {
+        self.undecodable = true;
+        self
+    }
+
+    /// Open the window on `share_percent` of the calls (100: every call).
+    pub fn answer_window(mut self, width: Duration, share_percent: u8) -> Faults {
+        self.answer_window = Some(AnswerWindow {
+            width,
+            share_percent: share_percent.min(100),
+        });
+        self
+    }
+
+    pub fn nagle(mut self) -> Faults {
+        self.nagle = true;
+        self
+    }
+
+    pub fn seed(mut self, seed: u64) -> Faults {
+        self.seed = seed;
+        self
+    }
+
+    pub fn any(&self) -> bool {
+        self.unordered.is_some() || self.undecodable || self.answer_window.is_some() || self.nagle
+    }
+
+    /// The faults a spec names (see [`Faults`]).
+    pub fn parse(spec: &str) -> Result<Faults, String> {
+        let mut f = Faults::none();
+        for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (name, value) = match item.split_once('=') {
+                Some((n, v)) => (n.trim(), Some(v.trim())),
+                None => (item, None),
+            };
+            let number = |what: &str| -> Result<Option<u64>, String> {
+                value
+                    .map(|v| {
+                        v.parse::<u64>()
+                            .map_err(|_| format!("{FAULTS_VAR}: {name}={v:?}: {what} expected"))
+                    })
+                    .transpose()
+            };
+            let micros = |default: Duration| -> Result<Duration, String> {
+                Ok(number("microseconds")?
+                    .map(Duration::from_micros)
+                    .unwrap_or(default))
+            };
+            match name {
+                "all" => {
+                    let seed = f.seed;
+                    f = Faults::all().seed(seed);
+                }
+                "none" | "off" => {
+                    let seed = f.seed;
+                    f = Faults::none().seed(seed);
+                }
+                "unordered" => f.unordered = Some(micros(Self::UNORDERED_MAX)?),
+                "undecodable" => f.undecodable = true,
+                "answer-window" => {
+                    let share = f
+                        .answer_window
+                        .map_or(Self::ANSWER_WINDOW_SHARE, |w| w.share_percent);
+                    f = f.answer_window(micros(Self::ANSWER_WINDOW)?, share);
+                }
+                "answer-window-share" => {
+                    let share = number("a percentage")?
+                        .ok_or_else(|| format!("{FAULTS_VAR}: {name} needs =PERCENT"))?;
+                    let width = f.answer_window.map_or(Self::ANSWER_WINDOW, |w| w.width);
+                    f = f.answer_window(width, share.min(100) as u8);
+                }
+                "nagle" => f.nagle = true,
+                "seed" => {
+                    f.seed = number("a number")?
+                        .ok_or_else(|| format!("{FAULTS_VAR}: seed needs =N"))?;
+                }
+                other => {
+                    return Err(format!(
+                        "{FAULTS_VAR}: unknown fault {other:?} (all, unordered[=MAX_US], \
+                         undecodable, answer-window[=WIDTH_US], answer-window-share=PERCENT, \
+                         nagle, seed=N)"
+                    ));
+                }
+            }
+        }
+        Ok(f)
+    }
+
+    /// The faults `IDE_TEST_ENGINE_FAULTS` asks for; a spec that does not
+    /// parse stops the test (a run meant to be faulted must not pass plain).
+    pub fn from_env() -> Faults {
+        match std::env::var(FAULTS_VAR) {
+            Ok(spec) => Faults::parse(&spec).unwrap_or_else(|e| panic!("{e}")),
+            Err(_) => Faults::none(),
+        }
+    }
+}
+
+impl std::fmt::Display for Faults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut items = Vec::new();
+        if let Some(max) = self.unordered {
+            items.push(format!("unordered={}", max.as_micros()));
+        }
+        if self.undecodable {
+            items.push("undecodable".to_string());
+        }
+        if let Some(w) = self.answer_window {
+            items.push(format!("answer-window={}", w.width.as_micros()));
+            items.push(format!("answer-window-share={}", w.share_percent));
+        }
+        if self.nagle {
+            items.push("nagle".to_string());
+        }
+        if items.is_empty() {
+            items.push("none".to_string());
+        }
+        items.push(format!("seed={}", self.seed));
+        f.write_str(&items.join(","))
+    }
+}
+
+/// What the faults did so far ([`LoopbackEngine::fault_counts`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FaultCounts {
+    /// Fire-and-forget deliveries sent from a task of their own, after a
+    /// drawn delay (`unordered`).
+    pub deliveries_delayed: u64,
+    /// Frames that did not decode and were dropped unanswered (`undecodable`).
+    pub undecodable_dropped: u64,
+    /// Frames that did not decode, whose call the well-behaved stand-in
+    /// answered with `invocation_failed` instead.
+    pub undecodable_answered: u64,
+    /// Routed calls forwarded with their answer window open (`answer-window`).
+    pub windows_opened: u64,
+    /// Answers read inside their call's window, dropped.
+    pub answers_dropped: u64,
+    /// Answers to calls forwarded with an open window that came after it
+    /// and were delivered.
+    pub answers_after_window: u64,
+}
+
+/// splitmix64: small, seedable, good enough to draw delays and shares.
+fn draw(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
 
 // ───────────────────────────── public data ─────────────────────────────────
 
@@ -253,6 +497,9 @@ struct Pending {
     owner: ConnId,
     function_id: String,
     reply: ReplyTo,
+    /// Under [`Faults::answer_window`], when the call was handed to its
+    /// worker's connection and until when the engine had not filed it yet.
+    window: Option<(Instant, Instant)>,
 }
 
 struct ConfigEntry {
@@ -287,6 +534,10 @@ struct State {
     calls: VecDeque<CallRecord>,
     /// False: the configuration worker is absent (its functions are not found).
     configuration_available: bool,
+    faults: Faults,
+    /// State of the faults' draws ([`draw`]).
+    rng: u64,
+    counts: FaultCounts,
 }
 
 struct Shared {
@@ -333,12 +584,22 @@ impl LoopbackEngine {
         Self::start_with(0, ConfigStore::new()).await
     }
 
-    /// An engine on `port` (0: any free port) with the values of `store`.
+    /// An engine on `port` (0: any free port) with the values of `store`,
+    /// and the faults `IDE_TEST_ENGINE_FAULTS` names (none when unset).
     pub async fn start_with(port: u16, store: ConfigStore) -> Self {
+        Self::start_faulted(port, store, Faults::from_env()).await
+    }
+
+    /// [`start_with`](Self::start_with) with the given faults, whatever the
+    /// environment says.
+    pub async fn start_faulted(port: u16, store: ConfigStore, faults: Faults) -> Self {
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
         let listener =
             bind(addr).unwrap_or_else(|e| panic!("loopback engine: cannot listen on {addr}: {e}"));
         let port = listener.local_addr().expect("listener address").port();
+        if faults.any() {
+            eprintln!("loopback engine on port {port}: faults {faults}");
+        }
 
         let mut state = State {
             engine_worker_id: Uuid::new_v4().to_string(),
@@ -354,6 +615,9 @@ impl LoopbackEngine {
             rejections: Vec::new(),
             calls: VecDeque::new(),
             configuration_available: true,
+            rng: faults.seed,
+            faults,
+            counts: FaultCounts::default(),
         };
         state.trigger_types.insert(
             CONFIGURATION_TRIGGER.to_string(),
@@ -726,6 +990,27 @@ impl LoopbackEngine {
             .await
     }
 
+    /// The faults this engine runs with.
+    pub fn faults(&self) -> Faults {
+        self.shared.lock().faults.clone()
+    }
+
+    /// What the faults did so far.
+    pub fn fault_counts(&self) -> FaultCounts {
+        self.shared.lock().counts
+    }
+
+    /// Wait until `pred` holds for [`fault_counts`](Self::fault_counts); the
+    /// counts at that point, or `None` on timeout.
+    pub async fn wait_for_fault_counts(
+        &self,
+        pred: impl Fn(&FaultCounts) -> bool,
+        timeout: Duration,
+    ) -> Option<FaultCounts> {
+        self.wait_until(timeout, |st| pred(&st.counts).then_some(st.counts))
+            .await
+    }
+
     /// Wait until `probe` returns `Some`, re-checking on every change.
     async fn wait_until<T>(
         &self,
@@ -855,7 +1140,10 @@ fn endpoint(path: &str) -> Endpoint<'_> {
 // The handshake callback's error type is tungstenite's, not ours.
 #[allow(clippy::result_large_err)]
 async fn serve(stream: TcpStream, shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
-    let _ = stream.set_nodelay(true);
+    // the real engine leaves Nagle on (fault `nagle`)
+    if !shared.lock().faults.nagle {
+        let _ = stream.set_nodelay(true);
+    }
     let mut path = String::new();
     let mut query = String::new();
     let channels = shared.lock().channels.clone();
@@ -907,12 +1195,17 @@ async fn send_frame(sink: &mut WsSink, message: &Message) -> Result<(), ()> {
         .map_err(|_| ())
 }
 
-fn parse_frame(frame: &WsMessage) -> Option<Message> {
-    match frame {
-        WsMessage::Text(text) => serde_json::from_str(text.as_str()).ok(),
-        WsMessage::Binary(bytes) => serde_json::from_slice(bytes).ok(),
-        _ => None,
-    }
+/// A data frame's message, or why it does not decode (with its text);
+/// `None` for a control frame.
+fn parse_frame(frame: &WsMessage) -> Option<Result<Message, (String, String)>> {
+    let parsed = match frame {
+        WsMessage::Text(text) => serde_json::from_str(text.as_str())
+            .map_err(|e| (e.to_string(), text.as_str().to_string())),
+        WsMessage::Binary(bytes) => serde_json::from_slice(bytes)
+            .map_err(|e| (e.to_string(), String::from_utf8_lossy(bytes).into_owned())),
+        _ => return None,
+    };
+    Some(parsed)
 }
 
 async fn serve_worker(
@@ -950,11 +1243,15 @@ async fn serve_worker(
             },
             incoming = source.next() => match incoming {
                 Some(Ok(WsMessage::Close(_))) | Some(Err(_)) | None => break,
-                Some(Ok(frame)) => {
-                    if let Some(message) = parse_frame(&frame) {
+                Some(Ok(frame)) => match parse_frame(&frame) {
+                    Some(Ok(message)) => {
                         shared.with(|st, store| handle_frame(st, store, conn_id, message));
                     }
-                }
+                    Some(Err((error, text))) => {
+                        shared.with(|st, _| undecodable(st, conn_id, &error, &text));
+                    }
+                    None => {}
+                },
             },
             _ = tokio::time::sleep_until(hold_until), if holding => {
                 holding = false;
@@ -1138,12 +1435,26 @@ fn handle_frame(st: &mut State, store: &ConfigStore, conn_id: ConnId, message: M
             traceparent,
             baggage,
         } => {
-            let from_owner = st
-                .pending
-                .get(&invocation_id)
-                .is_some_and(|p| p.owner == conn_id);
-            if !from_owner {
-                return;
+            let window = match st.pending.get(&invocation_id) {
+                Some(p) if p.owner == conn_id => p.window,
+                _ => return,
+            };
+            if let Some((forwarded, filed)) = window {
+                let now = Instant::now();
+                if now < filed {
+                    // not filed yet, so not found; the call stays
+                    // pending, unanswered, until its caller gives up
+                    st.counts.answers_dropped += 1;
+                    eprintln!(
+                        "loopback engine: the answer of {function_id} ({invocation_id}) came \
+                         {:?} after its call was forwarded, before the engine filed the call \
+                         ({:?}): dropped (fault answer-window)",
+                        now - forwarded,
+                        filed - forwarded
+                    );
+                    return;
+                }
+                st.counts.answers_after_window += 1;
             }
             if let Some(p) = st.pending.remove(&invocation_id) {
                 let outcome = match error {
@@ -1575,35 +1886,151 @@ fn invoke(
     let (invocation_id, action) = match reply {
         Some(reply) => {
             let id = Uuid::new_v4();
+            let window = open_window(st);
             st.pending.insert(
                 id,
                 Pending {
                     owner,
                     function_id: call.function_id.clone(),
                     reply,
+                    window,
                 },
             );
             (Some(id), None)
         }
         None => (None, Some(TriggerAction::Void)),
     };
-    send(
-        st,
-        owner,
-        Message::InvokeFunction {
-            invocation_id,
-            function_id: call.function_id,
-            data,
-            traceparent: call.traceparent,
-            baggage: call.baggage,
-            action,
-            metadata: call.metadata,
-            namespace: None,
-            caller: None,
-            observe_depth: None,
-            activation: None,
-        },
+    let unordered = st.faults.unordered.filter(|_| invocation_id.is_none());
+    let message = Message::InvokeFunction {
+        invocation_id,
+        function_id: call.function_id,
+        data,
+        traceparent: call.traceparent,
+        baggage: call.baggage,
+        action,
+        metadata: call.metadata,
+        namespace: None,
+        caller: None,
+        observe_depth: None,
+        activation: None,
+    };
+    match unordered {
+        Some(max) => send_later(st, owner, message, max),
+        None => send(st, owner, message),
+    }
+}
+
+/// `answer-window`: whether this call's answer window is open (a draw against the
+/// share); when it is, from now until when the call is not filed yet. "Now"
+/// is before the frame is even queued, so the window never reaches past the
+/// worker's receipt of the call plus its width.
+fn open_window(st: &mut State) -> Option<(Instant, Instant)> {
+    let window = st.faults.answer_window?;
+    if draw(&mut st.rng) % 100 >= u64::from(window.share_percent) {
+        return None;
+    }
+    st.counts.windows_opened += 1;
+    let now = Instant::now();
+    Some((now, now + window.width))
+}
+
+/// `unordered`: a fire-and-forget delivery sent from a task of its own after a delay
+/// drawn from `0..=max`, as the engine runs each one as its own task.
+fn send_later(st: &mut State, conn: ConnId, message: Message, max: Duration) {
+    let Some(tx) = st.conns.get(&conn).map(|c| c.tx.clone()) else {
+        return;
+    };
+    let delay = Duration::from_micros(draw(&mut st.rng) % (max.as_micros() as u64 + 1));
+    let frame = Outbound::Frame(Box::new(message));
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => {
+            st.counts.deliveries_delayed += 1;
+            rt.spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _ = tx.send(frame);
+            });
+        }
+        Err(_) => {
+            let _ = tx.send(frame);
+        }
+    }
+}
+
+/// A frame that did not decode. The real engine logs it and drops it: the
+/// caller waits its whole timeout ([`Faults::undecodable`]). The
+/// well-behaved stand-in answers the call it can find in the frame (an
+/// invocation, or the pending call an answer was for) with
+/// `invocation_failed`, so a test sees the cause at once.
+fn undecodable(st: &mut State, conn_id: ConnId, error: &str, text: &str) {
+    let Some(conn) = st.conns.get(&conn_id).filter(|c| c.live()) else {
+        return;
+    };
+    let who = conn.name.clone().unwrap_or_else(|| conn.worker_id.clone());
+    let dropping = st.faults.undecodable;
+    eprintln!(
+        "WARN loopback engine: json decode error: {error} ({} bytes from {who}){}",
+        text.len(),
+        if dropping {
+            "; dropped unanswered (fault undecodable)"
+        } else {
+            ""
+        }
     );
+    let invocation_id = json_string_field(text, "invocation_id").and_then(|v| v.parse().ok());
+    let problem = |function_id: &str| {
+        ErrorBody::new(
+            "invocation_failed",
+            format!(
+                "json decode error: {error} (a real engine drops this frame and the caller of \
+                 {function_id} waits its whole timeout)"
+            ),
+        )
+    };
+    match (json_string_field(text, "type").as_deref(), invocation_id) {
+        _ if dropping => st.counts.undecodable_dropped += 1,
+        (Some("invokefunction"), Some(invocation_id)) => {
+            let function_id = json_string_field(text, "function_id").unwrap_or_default();
+            let reply = ReplyTo::Conn {
+                conn: conn_id,
+                invocation_id,
+            };
+            let error = problem(&function_id);
+            deliver(st, Some(reply), &function_id, Err(error), None, None);
+            st.counts.undecodable_answered += 1;
+        }
+        (Some("invocationresult"), Some(invocation_id))
+            if st
+                .pending
+                .get(&invocation_id)
+                .is_some_and(|p| p.owner == conn_id) =>
+        {
+            if let Some(p) = st.pending.remove(&invocation_id) {
+                let error = problem(&p.function_id);
+                deliver(st, Some(p.reply), &p.function_id, Err(error), None, None);
+                st.counts.undecodable_answered += 1;
+            }
+        }
+        _ => st.counts.undecodable_dropped += 1,
+    }
+}
+
+/// The string value of the first `"key": "value"` in a JSON text that does
+/// not decode as a whole (escapes in the value are not handled: ids, types
+/// and function ids have none).
+fn json_string_field(text: &str, key: &str) -> Option<String> {
+    let quoted = format!("\"{key}\"");
+    let mut rest = text;
+    while let Some(at) = rest.find(&quoted) {
+        rest = &rest[at + quoted.len()..];
+        let Some(after_colon) = rest.trim_start().strip_prefix(':') else {
+            continue;
+        };
+        let Some(value) = after_colon.trim_start().strip_prefix('"') else {
+            continue;
+        };
+        return value.find('"').map(|end| value[..end].to_string());
+    }
+    None
 }
 
 fn deliver(
