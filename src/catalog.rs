@@ -211,10 +211,7 @@ mod tests {
             assert!(seen.insert(d.id), "duplicate id {}", d.id);
             assert!(d.description.len() > 20, "{} lacks a description", d.id);
             assert_eq!(d.request_schema["type"], "object", "{}", d.id);
-            assert_eq!(
-                d.request_schema["$schema"],
-                "http://json-schema.org/draft-07/schema#"
-            );
+            assert_eq!(d.request_schema["$schema"], crate::schema::DIALECT);
             assert!(d.response_schema.is_object(), "{}", d.id);
         }
     }

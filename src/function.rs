@@ -129,9 +129,9 @@ impl Flags {
     }
 }
 
-/// The JSON schema of a type, draft-07 as the engine shows it.
+/// The JSON schema of a type as registered (2020-12; see [`crate::schema`]).
 pub fn schema_of<T: JsonSchema>() -> Value {
-    serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
+    crate::schema::of::<T>(crate::schema::Side::Response)
 }
 
 /// Build a typed catalog entry whose request refuses undeclared fields.
@@ -181,7 +181,7 @@ where
     F: Fn(Ctx, Req) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = crate::error::Result<Resp>> + Send + 'static,
 {
-    let request_schema = schema_of::<Req>();
+    let request_schema = crate::schema::of::<Req>(crate::schema::Side::Request { strict });
     let accepted = if strict {
         declared_properties(&request_schema)
     } else {
@@ -211,7 +211,7 @@ where
         description,
         metadata: flags.to_value(),
         request_schema,
-        response_schema: schema_of::<Resp>(),
+        response_schema: crate::schema::of::<Resp>(crate::schema::Side::Response),
         handler,
     }
 }

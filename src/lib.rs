@@ -48,6 +48,7 @@ pub mod ports;
 pub mod pty;
 pub mod runtime;
 pub mod sandbox;
+pub mod schema;
 pub mod services;
 pub mod stream;
 #[cfg(test)]

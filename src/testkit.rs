@@ -158,7 +158,30 @@ const REWORDED: [(&str, &str); 4] = [
 /// Enum values this worker adds on purpose (the path's end, the value): a
 /// session an agent started and drives by pulling reads as `running`, not
 /// as `detached` (the console's "nobody is watching").
-const EXTENDED_ENUMS: [(&str, &str); 1] = [("definitions/SessionStatus/oneOf[0]/enum", "running")];
+const EXTENDED_ENUMS: [(&str, &str); 1] = [("$defs/SessionStatus/oneOf[0]/enum", "running")];
+
+/// A property schema as the contract publishes it (draft-07), as ide
+/// registers it: an optional request field (`request`) or a response field.
+pub fn as_registered(property: Value, request: bool) -> Value {
+    let side = if request {
+        crate::schema::Side::Request { strict: false }
+    } else {
+        crate::schema::Side::Response
+    };
+    let wrapped = serde_json::json!({"type": "object", "properties": {"p": property}});
+    crate::schema::to_2020_12(wrapped, side)["properties"]["p"].clone()
+}
+
+/// Published draft-07 `definitions`, as ide registers them (`$defs`).
+pub fn defs_as_registered(definitions: Value, request: bool) -> Value {
+    let side = if request {
+        crate::schema::Side::Request { strict: false }
+    } else {
+        crate::schema::Side::Response
+    };
+    let wrapped = serde_json::json!({"type": "object", "definitions": definitions});
+    crate::schema::to_2020_12(wrapped, side)["$defs"].clone()
+}
 
 /// Differences between two schema values. Numbers compare by value
 /// (schemars writes `0.0` where the published page shows `0`); the change
@@ -216,6 +239,22 @@ pub fn assert_matches_contract(fixture: &str, count: usize) {
             "metadata": got.metadata,
             "request_schema": got.request_schema,
             "response_schema": got.response_schema,
+        });
+        // The contract publishes draft-07 schemas; ide registers the same
+        // shapes in JSON Schema 2020-12 (crate::schema): the published one,
+        // put through the same translation, must be what ide registers.
+        let strict = got["request_schema"]["additionalProperties"] == false;
+        let want = serde_json::json!({
+            "description": want["description"],
+            "metadata": want["metadata"],
+            "request_schema": crate::schema::to_2020_12(
+                want["request_schema"].clone(),
+                crate::schema::Side::Request { strict },
+            ),
+            "response_schema": crate::schema::to_2020_12(
+                want["response_schema"].clone(),
+                crate::schema::Side::Response,
+            ),
         });
         for part in [
             "description",

@@ -172,10 +172,12 @@ mod tests {
             ])
         );
         assert_eq!(
-            event["definitions"]["JobStatus"],
+            event["$defs"]["JobStatus"],
             json!({"enum": ["running", "finished", "killed", "failed"], "type": "string"})
         );
-        assert_eq!(event["properties"]["exit_code"]["format"], "int32");
+        // an i32 (JSON Schema has no `int32` format: its range instead)
+        assert_eq!(event["properties"]["exit_code"]["minimum"], i32::MIN);
+        assert_eq!(event["properties"]["exit_code"]["maximum"], i32::MAX);
         assert!(event["properties"]["job_id"].get("description").is_none());
     }
 }

@@ -1384,33 +1384,38 @@ fn request_and_response_schemas_match_the_contract() {
     assert_eq!(req["title"], "ExecRequest");
     assert_eq!(req["description"], "Wire request for `shell::exec`.");
     assert_eq!(req["required"], json!(["command"]));
-    // schemars writes `minimum` as a float; the contract page prints 0
-    let mut timeout = req["properties"]["timeout_ms"].clone();
-    assert_eq!(timeout["minimum"].as_f64(), Some(0.0));
-    timeout.as_object_mut().unwrap().remove("minimum");
+    // the contract's draft-07 shapes, as registered in 2020-12
+    let published = crate::testkit::as_registered;
     assert_eq!(
-        timeout,
-        json!({
-            "default": null,
-            "description": "Per-call timeout in milliseconds, capped at the configured max; negative or fractional values fall back to the default.",
-            "format": "uint64",
-            "type": ["integer", "null"]
-        })
+        req["properties"]["timeout_ms"],
+        published(
+            json!({
+                "default": null,
+                "description": "Per-call timeout in milliseconds, capped at the configured max; negative or fractional values fall back to the default.",
+                "format": "uint64",
+                "minimum": 0,
+                "type": ["integer", "null"]
+            }),
+            true
+        )
     );
     assert_eq!(
         req["properties"]["env"],
-        json!({
-            "additionalProperties": {"type": "string"},
-            "default": null,
-            "description": "Per-call env values (host only, S210 on sandbox); exec-hijacking keys (PATH, IFS, HOME, `LD_*`/`DYLD_*`, …) reject the whole call S210.",
-            "type": ["object", "null"]
-        })
+        published(
+            json!({
+                "additionalProperties": {"type": "string"},
+                "default": null,
+                "description": "Per-call env values (host only, S210 on sandbox); exec-hijacking keys (PATH, IFS, HOME, `LD_*`/`DYLD_*`, …) reject the whole call S210.",
+                "type": ["object", "null"]
+            }),
+            true
+        )
     );
     assert_eq!(
         req["properties"]["target"]["default"],
         json!({"kind": "host"})
     );
-    assert_eq!(req["properties"]["args"]["type"], json!(["array", "null"]));
+    assert_eq!(req["properties"]["args"]["type"], "array");
     assert_eq!(req["properties"]["on_timeout"]["default"], "kill");
     let resp = &exec.response_schema;
     assert_eq!(resp["title"], "ExecResponse");
@@ -1427,25 +1432,31 @@ fn request_and_response_schemas_match_the_contract() {
     );
     assert_eq!(
         resp["properties"]["exit_code"],
-        json!({"format": "int32", "type": ["integer", "null"]})
+        published(
+            json!({"format": "int32", "type": ["integer", "null"]}),
+            false
+        )
     );
 
     let bg = c.get("shell::exec_bg").unwrap();
     assert_eq!(
         bg.request_schema["properties"]["job_id"],
-        json!({
-            "default": null,
-            "description": "Optional non-blank ID for registering shell::job-finished before execution. Must be unique among retained jobs in this worker. Omit or pass null to generate a job-UUID automatically.",
-            "minLength": 1,
-            "type": ["string", "null"]
-        })
+        published(
+            json!({
+                "default": null,
+                "description": "Optional non-blank ID for registering shell::job-finished before execution. Must be unique among retained jobs in this worker. Omit or pass null to generate a job-UUID automatically.",
+                "minLength": 1,
+                "type": ["string", "null"]
+            }),
+            true
+        )
     );
     assert!(bg.request_schema["properties"].get("on_timeout").is_none());
     assert_eq!(bg.response_schema["required"], json!(["argv", "job_id"]));
 
     let status = c.get("shell::status").unwrap();
     assert_eq!(status.request_schema["required"], json!(["job_id"]));
-    let record = &status.response_schema["definitions"]["JobRecord"];
+    let record = &status.response_schema["$defs"]["JobRecord"];
     assert_eq!(
         record["required"],
         json!([
@@ -1465,11 +1476,12 @@ fn request_and_response_schemas_match_the_contract() {
         list.request_schema["description"],
         "`shell::list` takes no arguments."
     );
+    // a count: an integer from 0 (JSON Schema has no `uint` format)
     assert_eq!(
-        list.response_schema["properties"]["count"]["format"],
-        "uint"
+        list.response_schema["properties"]["count"],
+        json!({"minimum": 0, "type": "integer"})
     );
-    let summary = &list.response_schema["definitions"]["JobSummary"];
+    let summary = &list.response_schema["$defs"]["JobSummary"];
     assert!(summary["properties"].get("argv").is_none());
     assert_eq!(
         summary["required"],

@@ -274,7 +274,7 @@ fn config_is_path_and_include_ignored_only() {
 fn schemas_carry_the_additive_fields() {
     let e = schema_of::<ChangedEvent>();
     assert_eq!(e["required"], json!(["dir", "kind", "path", "root", "seq"]));
-    let kinds = serde_json::to_string(&e["definitions"]["ChangeKind"]).unwrap();
+    let kinds = serde_json::to_string(&e["$defs"]["ChangeKind"]).unwrap();
     for k in ["created", "modified", "deleted", "rescan"] {
         assert!(kinds.contains(k), "{kinds}");
     }

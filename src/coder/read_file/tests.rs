@@ -193,7 +193,7 @@ fn the_line_window_schema_says_what_the_code_enforces() {
             "{key}: {p}"
         );
     }
-    let entry = &schema["definitions"]["ReadTargetSpec"]["properties"]["line_from"];
+    let entry = &schema["$defs"]["ReadTargetSpec"]["properties"]["line_from"];
     assert_eq!(entry["minimum"].as_f64(), Some(1.0), "{entry}");
 }
 

@@ -915,13 +915,21 @@ fn numbers_as_f64(v: &Value) -> Value {
 /// coder contract), must come out of the schema exactly.
 #[test]
 fn request_schema_matches_the_contract() {
-    let schema = crate::function::schema_of::<super::SearchInput>();
+    let schema =
+        crate::schema::of::<super::SearchInput>(crate::schema::Side::Request { strict: true });
     assert_eq!(schema["title"], "SearchInput");
     assert_eq!(schema["required"], json!(["query"]));
     assert_eq!(schema["examples"], json!([super::search_example()]));
     let props = schema["properties"].as_object().unwrap();
     let expected: Value = serde_json::from_str(CONTRACT_REQUEST_PROPERTIES).unwrap();
-    let expected = expected.as_object().unwrap();
+    // the contract's draft-07 shapes, as registered in 2020-12
+    let expected: serde_json::Map<String, Value> = expected
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), crate::testkit::as_registered(v.clone(), true)))
+        .collect();
+    let expected = &expected;
     for (k, v) in expected {
         let mut got = props.get(k).map(numbers_as_f64);
         let mut want = numbers_as_f64(v);
@@ -952,7 +960,8 @@ fn response_schema_matches_the_contract_plus_honest_budgets() {
     let schema = crate::function::schema_of::<super::SearchOutput>();
     assert_eq!(schema["title"], "SearchOutput");
     let expected: Value = serde_json::from_str(CONTRACT_RESPONSE_DEFINITIONS).unwrap();
-    let mut definitions = schema["definitions"].clone();
+    let expected = crate::testkit::defs_as_registered(expected, false);
+    let mut definitions = schema["$defs"].clone();
     // beyond the contract: each content match carries its file's revision
     let revision = definitions["ContentMatch"]["properties"]
         .as_object_mut()
@@ -981,7 +990,7 @@ fn response_schema_matches_the_contract_plus_honest_budgets() {
     );
     assert_eq!(
         schema["properties"]["content_matches"],
-        json!({"items": {"$ref": "#/definitions/ContentMatch"}, "type": "array"})
+        json!({"items": {"$ref": "#/$defs/ContentMatch"}, "type": "array"})
     );
     assert_eq!(
         schema["required"],
