@@ -1,13 +1,32 @@
 //! The command line without an engine: `--version`, `ide call`, `ide functions`.
 
+use nix::sys::signal::{SigHandler, Signal};
 use serde_json::Value;
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Output, Stdio};
 
 fn ide(args: &[&str], stdin: Option<&str>) -> Output {
+    ide_with(args, stdin, &[])
+}
+
+/// [`ide`], started with `ignored` signals ignored (as `nohup` or a
+/// script's `cmd &` starts a process).
+fn ide_with(args: &[&str], stdin: Option<&str>, ignored: &'static [Signal]) -> Output {
     // A scratch working directory: the default turns.data_dir is relative.
     let cwd = tempfile::TempDir::new().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ide"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ide"));
+    // SAFETY: in the forked child before exec; setting SIG_IGN is
+    // async-signal-safe and allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            for s in ignored {
+                nix::sys::signal::signal(*s, SigHandler::SigIgn).map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        });
+    }
+    let mut child = command
         .current_dir(cwd.path())
         .env("XDG_STATE_HOME", cwd.path())
         .args(args)
@@ -174,4 +193,41 @@ fn functions_brief_lists_every_id_in_a_few_kilobytes_and_an_id_prints_one() {
     let unknown = ide(&["functions", "coder::nope"], None);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("--brief"));
+}
+
+/// A worker started with signals ignored (`nohup ide … &` from a script)
+/// does not hand that on: the commands it runs start with every signal at
+/// its default, so an interrupt or a hang-up reaches them.
+#[test]
+fn commands_start_with_default_signals_whatever_the_worker_inherited() {
+    const IGNORED: [Signal; 4] = [
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGHUP,
+        Signal::SIGTERM,
+    ];
+    let o = ide_with(
+        &[
+            "call",
+            "shell::exec",
+            r#"{"command": "grep", "args": ["-E", "^Sig(Ign|Blk)", "/proc/self/status"]}"#,
+        ],
+        None,
+        &IGNORED,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = json(&o);
+    let stdout = out["stdout"].as_str().unwrap();
+    let mask = |name: &str| {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {stdout:?}"));
+        u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+    };
+    for s in IGNORED {
+        let bit = 1u64 << (s as i32 - 1);
+        assert_eq!(mask("SigIgn:") & bit, 0, "{s} is still ignored: {stdout}");
+        assert_eq!(mask("SigBlk:") & bit, 0, "{s} is blocked: {stdout}");
+    }
 }

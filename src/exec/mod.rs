@@ -33,6 +33,7 @@ pub mod kill;
 pub mod list;
 pub mod process;
 pub mod sandbox_target;
+pub mod signals;
 pub mod status;
 pub mod timeout;
 pub mod tree;

@@ -74,6 +74,7 @@ static WORKER: OnceLock<Worker> = OnceLock::new();
 
 fn worker() -> &'static Worker {
     WORKER.get_or_init(|| {
+        super::signals::children_start_with_defaults();
         let subreaper = match nix::sys::prctl::set_child_subreaper(true) {
             Ok(()) => true,
             Err(e) => {

@@ -109,11 +109,14 @@ pub fn spawn(spec: &Spec) -> Result<Spawned, Failure> {
     let id = tree::new_id();
     cmd.env(tree::MARKER, &id);
     // SAFETY: runs in the forked child before exec and calls only
-    // setsid(2) and ioctl(2), both async-signal-safe; it allocates nothing
-    // and takes no lock. stdin (fd 0) is the slave by then, so TIOCSCTTY
-    // makes it the new session's controlling terminal.
+    // setsid(2), ioctl(2) and what `signals::reset_in_child` calls, all
+    // async-signal-safe; it allocates nothing and takes no lock. stdin
+    // (fd 0) is the slave by then, so TIOCSCTTY makes it the new session's
+    // controlling terminal. The program starts with default signal
+    // dispositions, whatever the worker inherited (Ctrl+C must interrupt).
     unsafe {
         cmd.pre_exec(|| {
+            crate::exec::signals::reset_in_child()?;
             nix::unistd::setsid().map_err(std::io::Error::from)?;
             if libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
                 return Err(std::io::Error::last_os_error());

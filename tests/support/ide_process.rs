@@ -56,6 +56,20 @@ pub struct IdeProcess {
     readers: Vec<JoinHandle<()>>,
 }
 
+/// The signals a worker started by `nohup cmd &` from a script ignores.
+pub const IGNORED_AT_START: [Signal; 3] = [Signal::SIGINT, Signal::SIGQUIT, Signal::SIGHUP];
+
+/// In a forked child before exec: ignore [`IGNORED_AT_START`].
+pub fn ignore_as_a_background_start() -> std::io::Result<()> {
+    for signal in IGNORED_AT_START {
+        // SAFETY: setting SIG_IGN installs no handler; signal(2) is
+        // async-signal-safe.
+        unsafe { nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigIgn) }
+            .map_err(std::io::Error::from)?;
+    }
+    Ok(())
+}
+
 impl IdeProcess {
     /// Start `ide` with `args` and extra environment `envs` (the inherited
     /// `III_URL`, `III_WORKER_NAME` and `III_NAMESPACE` are removed first).
@@ -117,6 +131,15 @@ impl IdeProcess {
         }
         for (name, value) in envs {
             command.env(name, value);
+        }
+        // Started the way a script starts a worker in the background (`&`
+        // without job control ignores SIGINT and SIGQUIT) or `nohup` does
+        // (SIGHUP): what ide starts must not inherit that, or a console's
+        // Ctrl+C interrupts nothing. Every end-to-end test runs so.
+        // SAFETY: in the forked child before exec; signal(2) is
+        // async-signal-safe and nothing is allocated.
+        unsafe {
+            command.pre_exec(ignore_as_a_background_start);
         }
         let mut child = command
             .spawn()
