@@ -114,7 +114,12 @@ impl Catalog {
             code: "function_not_found".into(),
             message: format!("Function {id} not found; `ide functions` lists the catalog"),
         })?;
-        (def.handler)(ctx, payload).await
+        #[cfg(test)]
+        let sent = payload.clone();
+        let answer = (def.handler)(ctx, payload).await;
+        #[cfg(test)]
+        crate::testkit::check_against_schemas(def, &sent, &answer);
+        answer
     }
 
     /// One function's (or trigger type's) entry, as [`Catalog::to_json`]
@@ -259,6 +264,148 @@ mod tests {
         assert!(one["request_schema"].is_object());
         assert!(c.entry_json("shell::job-finished").is_some());
         assert!(c.entry_json("coder::nope").is_none());
+    }
+
+    /// Everything a schema node must not be, and every object without
+    /// `properties`, below `at`.
+    fn loose_nodes(node: &Value, at: &str, out: &mut Vec<String>) {
+        match node {
+            Value::Object(m) => {
+                if m.contains_key("definitions") {
+                    out.push(format!("{at}: draft-07 `definitions`"));
+                }
+                if let Some(Value::String(r)) = m.get("$ref")
+                    && !r.starts_with("#/$defs/")
+                {
+                    out.push(format!("{at}: $ref {r}"));
+                }
+                if let Some(Value::String(f)) = m.get("format")
+                    && !["date-time", "date", "time", "uri", "uuid", "email"].contains(&f.as_str())
+                {
+                    out.push(format!("{at}: non-standard format {f}"));
+                }
+                if m.get("type") == Some(&json!("object")) && !m.contains_key("properties") {
+                    out.push(format!("{at}: an object without `properties`"));
+                }
+                for (k, v) in m {
+                    if !["enum", "const", "default", "examples", "required"].contains(&k.as_str()) {
+                        loose_nodes(v, &format!("{at}/{k}"), out);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    loose_nodes(v, &format!("{at}[{i}]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Every schema of the catalog as `ide functions` prints it: valid
+    /// JSON Schema 2020-12 (by the meta-schema), `$defs` only, standard
+    /// formats only, `properties` on every object, and every request that
+    /// refuses undeclared fields says so at its top level.
+    #[test]
+    fn every_schema_is_strict_json_schema_2020_12() {
+        let c = Catalog::standard();
+        let printed = c.to_json();
+        let mut problems = Vec::new();
+        let mut schemas = 0;
+        for (list, keys) in [
+            ("functions", ["request_schema", "response_schema"]),
+            ("trigger_types", ["config_schema", "payload_schema"]),
+        ] {
+            for entry in printed[list].as_array().unwrap() {
+                for key in keys {
+                    let schema = &entry[key];
+                    let at = format!("{} {key}", entry["id"].as_str().unwrap());
+                    schemas += 1;
+                    if schema["$schema"] != crate::schema::DIALECT {
+                        problems.push(format!("{at}: $schema {}", schema["$schema"]));
+                    }
+                    if let Err(e) = jsonschema::draft202012::meta::validate(schema) {
+                        problems.push(format!("{at}: not valid 2020-12: {e}"));
+                    }
+                    loose_nodes(schema, &at, &mut problems);
+                }
+            }
+        }
+        for d in c.iter() {
+            let strict = d.request_schema["additionalProperties"] == false;
+            if !strict && !EVENT_HANDLERS.contains(&d.id) {
+                problems.push(format!("{}: the request schema allows any field", d.id));
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+        println!("{schemas} schemas checked");
+    }
+
+    /// Functions that take trigger payloads and ignore fields they do not
+    /// use (the engine's events carry many); every other function refuses
+    /// an undeclared field.
+    const EVENT_HANDLERS: [&str; 1] = ["shell::on-config-change"];
+
+    /// For every function, a request with one field it does not declare is
+    /// refused by its schema and by the function itself, with the
+    /// surface's 210 naming the field.
+    #[tokio::test]
+    async fn every_function_refuses_an_undeclared_field_by_schema_and_by_itself() {
+        let c = Catalog::standard();
+        let jail = crate::testkit::Jail::new();
+        let mut checked = 0;
+        for d in c.iter() {
+            if EVENT_HANDLERS.contains(&d.id) {
+                assert_eq!(d.metadata["internal"], true, "{} is an event handler", d.id);
+                continue;
+            }
+            let payload = json!({"no_such_field": 1});
+            let schema = jsonschema::draft202012::new(&d.request_schema).unwrap();
+            assert!(
+                !schema.is_valid(&payload),
+                "{}: the schema accepts an undeclared field",
+                d.id
+            );
+            let err = c.call(&jail.services, d.id, payload).await.expect_err(d.id);
+            assert!(err.code.ends_with("210"), "{}: {err:?}", d.id);
+            assert!(err.message.contains("no_such_field"), "{}: {err:?}", d.id);
+            checked += 1;
+        }
+        assert_eq!(checked, c.iter().count() - EVENT_HANDLERS.len());
+    }
+
+    /// Whether `name` appears in `text` as a word of its own (`path` in
+    /// "a `path` to read", not in "paths").
+    fn names(text: &str, name: &str) -> bool {
+        text.match_indices(name).any(|(i, _)| {
+            let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+            let before = text[..i].chars().next_back();
+            let after = text[i + name.len()..].chars().next();
+            !before.is_some_and(word) && !after.is_some_and(word)
+        })
+    }
+
+    /// An agent learns what to send from the description alone: every
+    /// required parameter is named in it.
+    #[test]
+    fn every_description_names_its_required_parameters() {
+        let mut missing = Vec::new();
+        for d in Catalog::standard().iter() {
+            for r in d.request_schema["required"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let r = r.as_str().unwrap();
+                if !names(d.description, r) {
+                    missing.push(format!("{}: `{r}`", d.id));
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "not named in the description: {missing:?}"
+        );
     }
 
     #[tokio::test]

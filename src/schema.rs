@@ -12,7 +12,8 @@
 //!   refuses undeclared fields, S210); nested objects say it where their
 //!   type refuses unknown fields (`deny_unknown_fields`), as derived;
 //! - an optional field (not `required`) is its plain type, not `[T, "null"]`
-//!   or `anyOf [T, null]`: leaving it out is how a caller says "not given";
+//!   or `anyOf [T, null]`: leaving it out is how a caller says "not given"
+//!   — unless its description says what `null` means for it;
 //! - integer formats that are not JSON Schema's (`uint64`, `int32`, …) and
 //!   `double`/`float` are dropped; integers keep (or get) their `minimum`
 //!   and, for the narrow ones, `maximum`.
@@ -137,7 +138,7 @@ fn tidy(node: &mut Value, request: bool) {
             };
             if request && let Some(Value::Object(props)) = m.get_mut("properties") {
                 for (name, prop) in props.iter_mut() {
-                    if !required.contains(name) {
+                    if !required.contains(name) && !states_null(prop) {
                         drop_null(prop);
                     }
                 }
@@ -164,6 +165,17 @@ fn tidy(node: &mut Value, request: bool) {
         }
         _ => {}
     }
+}
+
+/// Whether a field's description says what `null` means for it ("omit or
+/// pass null to …"): then `null` is a value a caller may mean, and stays.
+fn states_null(prop: &Value) -> bool {
+    prop.get("description")
+        .and_then(Value::as_str)
+        .is_some_and(|d| {
+            d.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .any(|w| w == "null")
+        })
 }
 
 /// An optional field's schema without its `null` alternative: `[T, "null"]`

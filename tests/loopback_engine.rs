@@ -149,6 +149,77 @@ async fn routes_calls_between_workers_with_the_caller_id() {
     engine.stop().await;
 }
 
+/// The stand-in checks every answer without error against the function's
+/// own registered formats (the real engine does not): an answer or a
+/// request the schema rejects reaches the caller as an error saying so.
+#[tokio::test]
+async fn answers_that_break_their_registered_schemas_become_errors() {
+    let engine = LoopbackEngine::start().await;
+    let a = connect_worker(&engine.url(), &unique_name("formats"));
+    let request = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {"x": {"type": "integer"}, "answer": {"type": "object"}},
+        "required": ["x"],
+        "additionalProperties": false
+    });
+    let response = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+        "required": ["ok"]
+    });
+    // answers with whatever `answer` says, so one function shows both sides
+    a.register_function(
+        "formats::answer",
+        RegisterFunction::new_async(|input: Value, _: Option<Value>| async move {
+            Ok::<Value, SdkError>(input["answer"].clone())
+        })
+        .request_format(request)
+        .response_format(response),
+    );
+    engine
+        .wait_for_function("formats::answer", WAIT)
+        .await
+        .expect("registered");
+
+    let ok = engine
+        .call("formats::answer", json!({"x": 1, "answer": {"ok": true}}))
+        .await
+        .expect("a call both schemas accept");
+    assert_eq!(ok, json!({"ok": true}));
+    assert_eq!(engine.schema_violations(), 0);
+
+    let err = engine
+        .call("formats::answer", json!({"x": 1, "answer": {"ok": "yes"}}))
+        .await
+        .expect_err("the answer breaks the response schema");
+    assert_error(&err, "invocation_failed");
+    assert!(
+        err.message
+            .contains("the answer does not match its registered schema"),
+        "{}",
+        err.message
+    );
+    let err = engine
+        .call(
+            "formats::answer",
+            json!({"x": "one", "answer": {"ok": true}}),
+        )
+        .await
+        .expect_err("the request breaks the request schema");
+    assert!(
+        err.message
+            .contains("the request does not match its registered schema"),
+        "{}",
+        err.message
+    );
+    assert_eq!(engine.schema_violations(), 2);
+
+    a.shutdown_async().await;
+    engine.stop().await;
+}
+
 #[tokio::test]
 async fn unknown_function_is_function_not_found() {
     let engine = LoopbackEngine::start().await;

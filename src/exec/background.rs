@@ -49,9 +49,9 @@ pub struct ExecBgRequest {
     /// Where to run: the host (default) or { kind: "sandbox", sandbox_id }.
     #[serde(default)]
     pub target: Target,
-    /// Per-call timeout in milliseconds; ignored by host background jobs, forwarded to sandbox targets.
+    /// Per-call timeout in milliseconds; ignored by host background jobs, forwarded to sandbox targets (omitted, null, 0, negative or fractional: the default).
     #[serde(default, deserialize_with = "timeout::lenient")]
-    #[schemars(with = "Option<u64>")]
+    #[schemars(schema_with = "timeout::schema")]
     pub timeout_ms: Option<u64>,
 }
 

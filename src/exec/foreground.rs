@@ -51,9 +51,9 @@ pub struct ExecRequest {
     /// Where to run the command. Defaults to the host worker; pass `{ kind: "sandbox", sandbox_id }` to forward the call to a microVM.
     #[serde(default)]
     pub target: Target,
-    /// Per-call timeout in milliseconds, capped at the configured max; negative or fractional values fall back to the default.
+    /// Per-call timeout in milliseconds, capped at the configured max; negative or fractional values fall back to the default (so do omitting it, null and 0).
     #[serde(default, deserialize_with = "timeout::lenient")]
-    #[schemars(with = "Option<u64>")]
+    #[schemars(schema_with = "timeout::schema")]
     pub timeout_ms: Option<u64>,
     /// What to do with a host command still running at its deadline: "kill" (default) kills its process group; "background" keeps it running as a background job and returns timed_out: true, the output so far and its job_id (then use shell::status, shell::kill, shell::job-finished). Host only.
     #[serde(default)]

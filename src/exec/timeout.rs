@@ -40,6 +40,13 @@ fn usable(n: &serde_json::Number) -> Option<u64> {
     })
 }
 
+/// The schema of `timeout_ms` as [`lenient`] decodes it: any number (one
+/// that is not a positive whole number means the default) or null.
+pub fn schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Schema {
+    serde_json::from_value(serde_json::json!({"type": ["number", "null"]}))
+        .expect("a literal schema")
+}
+
 /// The effective foreground deadline in milliseconds: the requested value
 /// clamped to `max_ms`, or `default_ms` (itself clamped) when none usable.
 pub fn effective(requested: Option<u64>, default_ms: u64, max_ms: u64) -> u64 {

@@ -86,7 +86,7 @@ pub struct GrepResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::fs::grep",
-        "Search file contents for a pattern (Rust regex, RE2-like); `include_glob`/`exclude_glob` \
+        "Takes `pattern` and `path` (a file or a directory searched recursively). Search file contents for a pattern (Rust regex, RE2-like); `include_glob`/`exclude_glob` \
          filter paths. Returns { matches, truncated }. Errors return { code, message }; common: \
          S217 bad regex, S215 jail escape. coder::search adds context lines and noise filtering.",
         Flags::NONE,

@@ -56,7 +56,7 @@ pub struct ReadResponseWire {
 pub fn def() -> FunctionDef {
     function(
         "shell::fs::read",
-        "Stream a file: returns a ContentRef handle (channel_id/access_key) plus size/mode/mtime, \
+        "Takes `path` (a file). Stream a file: returns a ContentRef handle (channel_id/access_key) plus size/mode/mtime, \
          NOT the text — for text use coder::read-file, which returns content inline. Errors \
          return { code, message }; common: S211 not found or not accessible, S212 is a \
          directory, S218 over max_read_bytes, S216 channel/IO error.",

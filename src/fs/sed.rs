@@ -108,7 +108,7 @@ pub struct SedResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::fs::sed",
-        "Find-and-replace across files. `pattern` is a Rust regex (regex: false for a literal). \
+        "Takes `pattern`, `replacement`, and `files` or `path`. Find-and-replace across files. `pattern` is a Rust regex (regex: false for a literal). \
          Provide either `files` or `path` (+ recursive). Returns { results, total_replacements }. \
          Errors return { code, message }; common: S217 bad regex, S211 not found, S215 jail \
          escape.",

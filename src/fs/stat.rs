@@ -53,7 +53,7 @@ impl FsEntry {
 pub fn def() -> FunctionDef {
     function(
         "shell::fs::stat",
-        "Stat one file or directory: its type, size, mode, and mtime (paths jail-relative when \
+        "Takes `path` (a file or directory). Stat one file or directory: its type, size, mode, and mtime (paths jail-relative when \
          fs.host_roots are set). Errors return { code, message }; common: S211 not found or not \
          accessible, S215 jail escape. coder::read-file with stat: true additionally reports \
          total_lines.",

@@ -22,7 +22,7 @@ pub struct AdoptRequest {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::adopt",
-        "Take back an unattached PTY session whose reconnect token is gone, from the console page that owns it. Refuses a session someone is attached to, and a page that is not the session's own.",
+        "Takes `session_id`, `cols`, `rows` and `output_function_id`. Take back an unattached PTY session whose reconnect token is gone, from the console page that owns it. Refuses a session someone is attached to, and a page that is not the session's own.",
         CONSOLE,
         |ctx: Ctx, req: AdoptRequest| async move {
             let target = target::parse(&req.output_function_id)?;

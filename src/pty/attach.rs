@@ -59,7 +59,7 @@ pub fn attach_response(out: super::session::AttachOut) -> AttachResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::attach",
-        "Attach to a retained PTY session and replay buffered output.",
+        "Takes `session_id`, `reconnect_token`, `after_sequence`, `cols`, `rows` and `output_function_id`. Attach to a retained PTY session and replay buffered output.",
         CONSOLE,
         |ctx: Ctx, req: AttachRequest| async move {
             let target = target::parse(&req.output_function_id)?;

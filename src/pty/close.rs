@@ -19,7 +19,7 @@ pub struct CloseResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::close",
-        "Terminate and close a PTY session.",
+        "Takes `session_id` and `access_key`. Terminate and close a PTY session.",
         CONSOLE,
         |ctx: Ctx, req: CloseRequest| async move {
             let closed = end(&ctx, &req.session_id, &req.access_key, "closed").await?;

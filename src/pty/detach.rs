@@ -19,7 +19,7 @@ pub struct DetachResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::detach",
-        "Detach a browser output target while retaining its PTY session.",
+        "Takes `session_id` and `access_key`. Detach a browser output target while retaining its PTY session.",
         CONSOLE,
         |ctx: Ctx, req: DetachRequest| async move {
             let s = ctx

@@ -41,7 +41,7 @@ pub struct OpenResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::open",
-        "Open a persistent host PTY running the user's login shell, or the program named in `program`.",
+        "Takes `cwd`, `cols`, `rows` and `output_function_id` (the function output frames are sent to). Open a persistent host PTY running the user's login shell, or the program named in `program`.",
         CONSOLE,
         |ctx: Ctx, req: OpenRequest| async move {
             let target = target::parse(&req.output_function_id)?;

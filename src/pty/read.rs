@@ -47,7 +47,7 @@ pub struct ReadResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::read",
-        "Read a terminal session's output after `after_sequence` as text, waiting up to `wait_ms` for output or until the regex `until` matches. Returns { text, next_sequence, matched, timed_out, truncated, status }; read on by passing the answer's `next_sequence` as `from_sequence`; `wait_ms` is at most 25000. Errors return { code, message }; common: S211 unknown session or stale access_key, S217 bad `until` regex.",
+        "Takes `session_id` (from shell::pty::start). Read a terminal session's output after `after_sequence` as text, waiting up to `wait_ms` for output or until the regex `until` matches. Returns { text, next_sequence, matched, timed_out, truncated, status }; read on by passing the answer's `next_sequence` as `from_sequence`; `wait_ms` is at most 25000. Errors return { code, message }; common: S211 unknown session or stale access_key, S217 bad `until` regex.",
         Flags::NONE,
         |ctx: Ctx, req: ReadRequest| async move {
             let s = ctx

@@ -22,7 +22,7 @@ pub struct ResizeResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::resize",
-        "Resize a PTY session in terminal columns and rows.",
+        "Takes `session_id`, `access_key`, `cols` and `rows`. Resize a PTY session in terminal columns and rows.",
         CONSOLE,
         |ctx: Ctx, req: ResizeRequest| async move {
             let s = ctx

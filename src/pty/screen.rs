@@ -49,7 +49,7 @@ pub struct ScreenResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::screen",
-        "The rendered screen of a terminal session, as a terminal shows it now: rows of text, cursor, alternate-screen flag (a full-screen program such as less or vim is up) and window title. With `until` (a regex) and `wait_ms` it first waits until the screen shows it. Errors return { code, message }; common: S211 unknown session or stale access_key.",
+        "Takes `session_id` (from shell::pty::start). The rendered screen of a terminal session, as a terminal shows it now: rows of text, cursor, alternate-screen flag (a full-screen program such as less or vim is up) and window title. With `until` (a regex) and `wait_ms` it first waits until the screen shows it. Errors return { code, message }; common: S211 unknown session or stale access_key.",
         Flags::NONE,
         |ctx: Ctx, req: ScreenRequest| async move {
             let s = ctx

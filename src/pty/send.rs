@@ -40,7 +40,7 @@ pub struct SendResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::send",
-        "Type into a terminal session: `text` (UTF-8, as is) then `keys` (named keys such as `enter`, `tab`, `esc`, `up`, `ctrl-c`, `ctrl-d`, sent as the program asked: cursor keys in application mode send ESC O A). Returns { written }; with `wait_ms` (and optionally `until`, a regex) it also waits for what the program prints back and answers it as `output`, like shell::pty::read. Errors return { code, message }; common: S210 unknown key, S211 unknown session or stale access_key.",
+        "Takes `session_id` (from shell::pty::start). Type into a terminal session: `text` (UTF-8, as is) then `keys` (named keys such as `enter`, `tab`, `esc`, `up`, `ctrl-c`, `ctrl-d`, sent as the program asked: cursor keys in application mode send ESC O A). Returns { written }; with `wait_ms` (and optionally `until`, a regex) it also waits for what the program prints back and answers it as `output`, like shell::pty::read. Errors return { code, message }; common: S210 unknown key, S211 unknown session or stale access_key.",
         Flags::NONE,
         |ctx: Ctx, req: SendRequest| async move {
             let s = ctx

@@ -22,7 +22,7 @@ pub struct WriteResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::write",
-        "Write base64-encoded keyboard input to a PTY session.",
+        "Takes `session_id`, `access_key` and `data`. Write base64-encoded keyboard input to a PTY session.",
         CONSOLE,
         |ctx: Ctx, req: WriteRequest| async move {
             let s = ctx

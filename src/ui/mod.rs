@@ -62,7 +62,7 @@ pub struct UiContentResult {
 pub fn def() -> FunctionDef {
     function(
         CONTENT_FUNCTION,
-        "Serve the ide worker's injected console UI assets (content function for its \
+        "Takes `path` (an asset of the page). Serve the ide worker's injected console UI assets (content function for its \
          console:script / console:style triggers).",
         Flags::INTERNAL,
         |_ctx: Ctx, req: UiContentInput| async move { content(&req.path) },

@@ -46,7 +46,7 @@ pub struct WorkspaceListResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::workspace::list",
-        "Console-only workspace picker control plane: list child directories under an existing \
+        "Takes `path` (an existing host directory). Console-only workspace picker control plane: list child directories under an existing \
          host directory. Returns canonical paths and never returns files.",
         Flags::NONE,
         |ctx: Ctx, req: WorkspaceListRequest| async move {

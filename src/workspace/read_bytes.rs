@@ -44,7 +44,7 @@ pub struct WorkspaceReadBytesResponse {
 pub fn def() -> FunctionDef {
     function(
         "shell::workspace::read-bytes",
-        "Console-only: one bounded byte range of a file, base64 (at most 4 MiB raw per call), so \
+        "Takes `path`, `offset` and `length`. Console-only: one bounded byte range of a file, base64 (at most 4 MiB raw per call), so \
          a page can stream a large image without one oversized frame.",
         Flags {
             internal: true,

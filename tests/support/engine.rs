@@ -461,6 +461,77 @@ struct FunctionRec {
     response_format: Option<Value>,
     metadata: Option<Value>,
     owner: ConnId,
+    /// The two formats compiled, for checking every call this function
+    /// answers without error ([`schema_violation`]).
+    checks: Arc<FormatChecks>,
+}
+
+/// A registered function's formats as validators (JSON Schema 2020-12, or
+/// the dialect a format declares). The real engine does not check formats;
+/// the stand-in does, so that no function of ide can drift from what it
+/// registers: a call answered without error whose request or answer its own
+/// schema rejects comes back to the caller as an error saying so.
+struct FormatChecks {
+    request: Result<Option<jsonschema::Validator>, String>,
+    response: Result<Option<jsonschema::Validator>, String>,
+}
+
+impl FormatChecks {
+    fn compile(request: &Option<Value>, response: &Option<Value>) -> FormatChecks {
+        let one = |format: &Option<Value>| match format {
+            Some(schema @ Value::Object(_)) => jsonschema::options()
+                .build(schema)
+                .map(Some)
+                .map_err(|e| format!("the format does not compile: {e}")),
+            _ => Ok(None),
+        };
+        FormatChecks {
+            request: one(request),
+            response: one(response),
+        }
+    }
+}
+
+/// Why an answer without error does not match its function's registered
+/// formats, if it does not: the request as the function saw it (the
+/// engine's `_` sidecar fields dropped, as functions drop them) against the
+/// request format, the result against the response format.
+fn schema_violation(checks: &FormatChecks, request: &Value, result: &Value) -> Option<String> {
+    let request = match request {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !k.starts_with('_'))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        Value::Null => Value::Object(Default::default()),
+        other => other.clone(),
+    };
+    for (side, check, value) in [
+        ("request", &checks.request, &request),
+        ("answer", &checks.response, result),
+    ] {
+        match check {
+            Err(e) => return Some(format!("its {side} {e}")),
+            Ok(Some(v)) => {
+                let errors: Vec<String> = v
+                    .iter_errors(value)
+                    .take(3)
+                    .map(|e| format!("{} at {}", e, e.instance_path()))
+                    .collect();
+                if !errors.is_empty() {
+                    let shown = value.to_string();
+                    let shown: String = shown.chars().take(400).collect();
+                    return Some(format!(
+                        "the {side} does not match its registered schema: {}; {side}: {shown}",
+                        errors.join("; ")
+                    ));
+                }
+            }
+            Ok(None) => {}
+        }
+    }
+    None
 }
 
 struct TriggerTypeRec {
@@ -497,6 +568,10 @@ struct Pending {
     owner: ConnId,
     function_id: String,
     reply: ReplyTo,
+    /// The payload as forwarded and the function's formats, checked when
+    /// the answer comes back without error.
+    request: Value,
+    checks: Arc<FormatChecks>,
     /// Under [`Faults::answer_window`], when the call was handed to its
     /// worker's connection and until when the engine had not filed it yet.
     window: Option<(Instant, Instant)>,
@@ -538,6 +613,8 @@ struct State {
     /// State of the faults' draws ([`draw`]).
     rng: u64,
     counts: FaultCounts,
+    /// Answers turned into errors because a schema rejected the call.
+    schema_violations: u64,
 }
 
 struct Shared {
@@ -618,6 +695,7 @@ impl LoopbackEngine {
             rng: faults.seed,
             faults,
             counts: FaultCounts::default(),
+            schema_violations: 0,
         };
         state.trigger_types.insert(
             CONFIGURATION_TRIGGER.to_string(),
@@ -993,6 +1071,13 @@ impl LoopbackEngine {
     /// The faults this engine runs with.
     pub fn faults(&self) -> Faults {
         self.shared.lock().faults.clone()
+    }
+
+    /// How many answers without error the stand-in turned into errors
+    /// because the function's own registered schema rejected the request
+    /// or the answer.
+    pub fn schema_violations(&self) -> u64 {
+        self.shared.lock().schema_violations
     }
 
     /// What the faults did so far.
@@ -1459,7 +1544,20 @@ fn handle_frame(st: &mut State, store: &ConfigStore, conn_id: ConnId, message: M
             if let Some(p) = st.pending.remove(&invocation_id) {
                 let outcome = match error {
                     Some(error) => Err(error),
-                    None => Ok(result.unwrap_or(Value::Null)),
+                    None => {
+                        let result = result.unwrap_or(Value::Null);
+                        match schema_violation(&p.checks, &p.request, &result) {
+                            None => Ok(result),
+                            Some(why) => {
+                                st.schema_violations += 1;
+                                eprintln!("loopback engine: {function_id}: {why}");
+                                Err(ErrorBody::new(
+                                    "invocation_failed",
+                                    format!("loopback engine: {function_id} answered, but {why}"),
+                                ))
+                            }
+                        }
+                    }
                 };
                 deliver(
                     st,
@@ -1576,6 +1674,7 @@ fn apply_registration(st: &mut State, conn_id: ConnId, message: Message) {
                 );
                 return;
             }
+            let checks = Arc::new(FormatChecks::compile(&request_format, &response_format));
             st.functions.insert(
                 id,
                 FunctionRec {
@@ -1584,6 +1683,7 @@ fn apply_registration(st: &mut State, conn_id: ConnId, message: Message) {
                     response_format,
                     metadata,
                     owner: conn_id,
+                    checks,
                 },
             );
         }
@@ -1878,7 +1978,11 @@ fn invoke(
         deliver(st, reply, &call.function_id, outcome, None, None);
         return;
     }
-    let Some(owner) = st.functions.get(&call.function_id).map(|f| f.owner) else {
+    let Some((owner, checks)) = st
+        .functions
+        .get(&call.function_id)
+        .map(|f| (f.owner, f.checks.clone()))
+    else {
         let error = function_not_found(&call.function_id);
         deliver(st, reply, &call.function_id, Err(error), None, None);
         return;
@@ -1894,6 +1998,8 @@ fn invoke(
                     function_id: call.function_id.clone(),
                     reply,
                     window,
+                    request: data.clone(),
+                    checks,
                 },
             );
             (Some(id), None)
