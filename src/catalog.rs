@@ -132,38 +132,38 @@ impl Catalog {
     }
 
     /// `ide functions --brief`: one line per function and trigger type —
-    /// the id, `[internal]` for console plumbing agents need not call, and
-    /// the first sentence of its description.
+    /// the id, `[internal]` for console plumbing agents need not call, the
+    /// sentence that says what it does, and the parameters a call must
+    /// send: enough to choose a function and call it, for the whole
+    /// catalog in a few kilobytes (`ide functions <id>` has the rest).
     pub fn brief(&self) -> String {
-        fn first_sentence(text: &str) -> &str {
-            let end = text
-                .char_indices()
-                .find(|&(i, c)| c == '.' && text[i + 1..].starts_with([' ', '\n']))
-                .map_or(text.len(), |(i, _)| i + 1);
-            text[..end].trim()
-        }
         let mut out = String::new();
         for d in &self.defs {
-            let internal = if d.metadata["internal"] == true {
-                " [internal]"
-            } else {
-                ""
-            };
-            out.push_str(&format!(
-                "{}{internal}  {}\n",
-                d.id,
-                first_sentence(d.description)
-            ));
+            out.push_str(&brief_line(d));
         }
         for t in &self.trigger_types {
             out.push_str(&format!(
                 "{} [trigger type]  {}\n",
                 t.id,
-                first_sentence(t.description)
+                summary(t.description)
             ));
         }
-        out.push_str("\n`ide functions <id>` prints one with its request and response schemas.\n");
+        out.push_str(
+            "\n`ide functions <id>` prints one function's description and request schema \
+             (`--response` adds what it answers).\n",
+        );
         out
+    }
+
+    /// `ide functions <id>`: the function's description, flags and request
+    /// schema, and its response schema only with `response` (a trigger
+    /// type's entry is printed whole).
+    pub fn entry_for_reading(&self, id: &str, response: bool) -> Option<Value> {
+        let mut entry = self.entry_json(id)?;
+        if !response && let Value::Object(m) = &mut entry {
+            m.remove("response_schema");
+        }
+        Some(entry)
     }
 
     /// The catalog as printed by `ide functions`: exactly what is registered.
@@ -195,6 +195,60 @@ impl Catalog {
             .collect();
         serde_json::json!({ "functions": functions, "trigger_types": triggers })
     }
+}
+
+/// The sentence of a description that says what the function does: its
+/// first, or its second when the first only lists the parameters
+/// ("Takes `path` (a file).").
+pub fn summary(description: &str) -> &str {
+    fn first_sentence(text: &str) -> (&str, &str) {
+        let end = text
+            .char_indices()
+            .find(|&(i, c)| c == '.' && text[i + 1..].starts_with([' ', '\n']))
+            .map_or(text.len(), |(i, _)| i + 1);
+        (text[..end].trim(), text[end..].trim_start())
+    }
+    let (first, rest) = first_sentence(description);
+    if first.starts_with("Takes ") && !rest.is_empty() {
+        first_sentence(rest).0
+    } else {
+        first
+    }
+}
+
+/// One function's line of the brief catalog.
+fn brief_line(d: &FunctionDef) -> String {
+    let internal = if d.metadata["internal"] == true {
+        " [internal]"
+    } else {
+        ""
+    };
+    let required: Vec<&str> = d.request_schema["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let optional: Vec<&str> = d.request_schema["properties"]
+        .as_object()
+        .into_iter()
+        .flat_map(|p| p.keys())
+        .map(String::as_str)
+        .filter(|p| !required.contains(p))
+        .collect();
+    let mut parts = Vec::new();
+    if !required.is_empty() {
+        parts.push(format!("required: {}", required.join(", ")));
+    }
+    if !optional.is_empty() {
+        parts.push(format!("optional: {}", optional.join(", ")));
+    }
+    let send = if parts.is_empty() {
+        "  (no parameters)".to_string()
+    } else {
+        format!("  ({})", parts.join("; "))
+    };
+    format!("{}{internal}  {}{send}\n", d.id, summary(d.description))
 }
 
 #[cfg(test)]
@@ -243,25 +297,54 @@ mod tests {
         assert_eq!(err.code, "S210");
     }
 
+    /// The brief catalog names every function with what it does and what
+    /// it needs, and the part an agent reads (the non-internal functions)
+    /// stays within 10 KB; its size is printed with the full catalog's.
     #[test]
     fn the_brief_listing_names_every_function_in_a_few_kilobytes() {
         let c = Catalog::standard();
         let brief = c.brief();
+        let mut agent_bytes = 0;
         for d in c.iter() {
-            assert!(
-                brief
-                    .lines()
-                    .any(|l| l.split_whitespace().next() == Some(d.id)),
-                "{} missing",
-                d.id
-            );
+            let line = brief
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(d.id))
+                .unwrap_or_else(|| panic!("{} missing", d.id));
+            for r in d.request_schema["required"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                assert!(line.contains(r.as_str().unwrap()), "{line}");
+            }
+            assert!(!line.contains("  Takes "), "{line}");
+            if d.metadata["internal"] != true {
+                agent_bytes += line.len() + 1;
+            }
         }
-        assert!(brief.len() < 10 * 1024, "{} bytes", brief.len());
+        let full = c.to_json().to_string().len();
+        let requests: usize = c
+            .iter()
+            .filter(|d| d.metadata["internal"] != true)
+            .map(|d| d.request_schema.to_string().len() + d.description.len())
+            .sum();
+        println!(
+            "catalog: brief {} bytes in all, {agent_bytes} bytes for the agent functions; \
+             their descriptions and request schemas {requests} bytes; the full catalog {full} bytes",
+            brief.len()
+        );
+        assert!(agent_bytes <= 10 * 1024, "{agent_bytes} bytes");
         assert!(brief.contains("shell::pty::open [internal]"));
         assert!(brief.contains("shell::changed [trigger type]"));
-        let one = c.entry_json("coder::update-file").unwrap();
+        assert!(brief.contains(
+            "shell::fs::read  Stream a file: returns a ContentRef handle (channel_id/access_key) plus size/mode/mtime, NOT the text — for text use coder::read-file, which returns content inline.  (required: path; optional: target)"
+        ), "{brief}");
+        let one = c.entry_for_reading("coder::update-file", false).unwrap();
         assert_eq!(one["id"], "coder::update-file");
         assert!(one["request_schema"].is_object());
+        assert!(one.get("response_schema").is_none());
+        let with = c.entry_for_reading("coder::update-file", true).unwrap();
+        assert!(with["response_schema"].is_object());
         assert!(c.entry_json("shell::job-finished").is_some());
         assert!(c.entry_json("coder::nope").is_none());
     }

@@ -31,6 +31,7 @@
 //! Core modules know nothing about the transport: a function is a plain
 //! async fn over typed request/response structs and a [`function::Ctx`].
 
+pub mod batch;
 pub mod bus;
 pub mod catalog;
 pub mod coder;

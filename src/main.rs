@@ -47,11 +47,15 @@ enum Command {
         payload: Option<String>,
     },
     /// Print the function catalog exactly as registered with the engine (JSON, with every
-    /// schema); `--brief` lists each id with its one-line summary; an id prints that one.
+    /// schema); `--brief` lists each id with what it does and its required parameters; an id
+    /// prints that function's description and request schema (`--response`: and its answer's).
     Functions {
-        /// One line per function and trigger type: id, flags, first sentence of its description.
+        /// One line per function and trigger type: id, flags, what it does, required parameters.
         #[arg(long, conflicts_with = "id")]
         brief: bool,
+        /// With an id: print the response schema too.
+        #[arg(long, requires = "id")]
+        response: bool,
         /// One function (or trigger type) id, e.g. coder::update-file.
         id: Option<String>,
     },
@@ -124,11 +128,15 @@ fn main() -> ExitCode {
             let home = ide::bus::ConfigHome::from_env(cli.config_name.as_deref(), file.as_deref());
             rt.block_on(serve(cli.url, &cli.config, home))
         }
-        Some(Command::Functions { brief, id }) => {
+        Some(Command::Functions {
+            brief,
+            response,
+            id,
+        }) => {
             let catalog = Catalog::standard();
             match (brief, id) {
                 (true, _) => emit(catalog.brief().trim_end(), ExitCode::SUCCESS),
-                (false, Some(id)) => match catalog.entry_json(&id) {
+                (false, Some(id)) => match catalog.entry_for_reading(&id, response) {
                     Some(v) => emit(&pretty(&v), ExitCode::SUCCESS),
                     None => {
                         eprintln!(

@@ -133,7 +133,7 @@ pub fn pid_alive(pid: i32) -> bool {
 /// Fields this worker adds to the published shapes (all optional): the
 /// change history's ids, and `note` (an answer saying why it may surprise:
 /// include globs that matched no file).
-const ADDITIVE: [&str; 4] = ["turn_id", "session_id", "change_id", "note"];
+const ADDITIVE: [&str; 5] = ["turn_id", "session_id", "change_id", "note", "failed"];
 
 /// Descriptions reworded on purpose (same shape), each with the words the
 /// new one must hold: the globs of `shell::fs::grep`/`sed` match relative

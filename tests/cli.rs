@@ -190,6 +190,9 @@ fn functions_brief_lists_every_id_in_a_few_kilobytes_and_an_id_prints_one() {
     let v = json(&one);
     assert_eq!(v["id"], "shell::pty::send");
     assert!(v["request_schema"]["properties"].is_object(), "{v}");
+    assert!(v.get("response_schema").is_none(), "{v}");
+    let with = json(&ide(&["functions", "shell::pty::send", "--response"], None));
+    assert!(with["response_schema"]["properties"].is_object(), "{with}");
     let unknown = ide(&["functions", "coder::nope"], None);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("--brief"));

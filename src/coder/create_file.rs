@@ -82,6 +82,8 @@ pub struct CreateFileResult {
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(title = "CreateFileOutput")]
 pub struct CreateFileOutput {
+    /// How many entries failed (each carries its own `error`); 0 when all succeeded. When every entry fails, the call itself fails instead, with the entry's error (one entry) or each entry's error in its message.
+    pub failed: u64,
     pub results: Vec<CreateFileResult>,
 }
 
@@ -138,7 +140,11 @@ async fn create(ctx: &Ctx, req: CreateFileInput) -> Result<CreateFileOutput, Fai
             },
         });
     }
-    Ok(CreateFileOutput { results })
+    let failed = crate::batch::settle(
+        results.iter().map(|r| (r.path.as_str(), r.error.as_ref())),
+        "was written",
+    )?;
+    Ok(CreateFileOutput { results, failed })
 }
 
 fn prepare(

@@ -52,6 +52,8 @@ pub struct DeleteFileResult {
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(title = "DeleteFileOutput")]
 pub struct DeleteFileOutput {
+    /// How many entries failed (each carries its own `error`); 0 when all succeeded. When every entry fails, the call itself fails instead, with the entry's error (one entry) or each entry's error in its message.
+    pub failed: u64,
     pub results: Vec<DeleteFileResult>,
 }
 
@@ -109,7 +111,11 @@ async fn delete(ctx: &Ctx, req: DeleteFileInput) -> Result<DeleteFileOutput, Fai
             },
         });
     }
-    Ok(DeleteFileOutput { results })
+    let failed = crate::batch::settle(
+        results.iter().map(|r| (r.path.as_str(), r.error.as_ref())),
+        "was deleted",
+    )?;
+    Ok(DeleteFileOutput { results, failed })
 }
 
 fn remove(ctx: &Ctx, raw: &str, target: &Resolved, recursive: bool) -> Result<(), Failure> {

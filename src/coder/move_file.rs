@@ -75,6 +75,8 @@ pub struct MoveFileResult {
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(title = "MoveFileOutput")]
 pub struct MoveFileOutput {
+    /// How many entries failed (each carries its own `error`); 0 when all succeeded. When every entry fails, the call itself fails instead, with the entry's error (one entry) or each entry's error in its message.
+    pub failed: u64,
     pub results: Vec<MoveFileResult>,
 }
 
@@ -152,7 +154,11 @@ async fn move_files(ctx: &Ctx, req: MoveFileInput) -> Result<MoveFileOutput, Fai
             }
         });
     }
-    Ok(MoveFileOutput { results })
+    let failed = crate::batch::settle(
+        results.iter().map(|r| (r.from.as_str(), r.error.as_ref())),
+        "was moved",
+    )?;
+    Ok(MoveFileOutput { results, failed })
 }
 
 fn move_one(

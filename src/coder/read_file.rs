@@ -127,6 +127,8 @@ pub struct ReadFileOutput {
     pub revision: Option<String>,
     /// Per-entry results for a batch `paths[]` request. **Present only when the request used `paths[]`.**
     pub results: Option<Vec<ReadEntryResult>>,
+    /// How many `paths[]` entries failed (each carries its own `error`); 0 when all were read. When every entry fails, the call itself fails instead. **Present only when the request used `paths[]`.**
+    pub failed: Option<u64>,
 }
 
 /// Per-entry result in a batch `paths[]` response.
@@ -495,6 +497,7 @@ async fn single(
         is_utf8: a.is_utf8,
         revision: a.revision,
         results: None,
+        failed: None,
     })
 }
 
@@ -627,8 +630,13 @@ async fn batch(
             Err(f) => results.push(failed(raw, f)),
         }
     }
+    let failed = crate::batch::settle(
+        results.iter().map(|r| (r.path.as_str(), r.error.as_ref())),
+        "was read",
+    )?;
     Ok(ReadFileOutput {
         results: Some(results),
+        failed: Some(failed),
         ..ReadFileOutput::default()
     })
 }

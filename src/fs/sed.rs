@@ -100,6 +100,9 @@ pub struct SedResponse {
     pub results: Vec<FsSedFileResult>,
     /// Sum of replacements made across all files.
     pub total_replacements: u64,
+    /// How many files failed (each carries its own `error`); 0 when none did. When every file fails, the call itself fails instead, with the file's error (one file) or each file's error in its message.
+    #[serde(default)]
+    pub failed: u64,
     /// Present when a `path` walk's `include_glob` matched no file: names the folder the globs were matched against (`path`) and how a file there is spelt for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -440,9 +443,14 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
             filter.include_note(&raw, &root)
         },
     );
+    let failed = crate::batch::settle_texts(
+        results.iter().map(|r| (r.path.as_str(), r.error.as_deref())),
+        "was changed",
+    )?;
     Ok(SedResponse {
         results,
         total_replacements,
+        failed,
         note,
     })
 }

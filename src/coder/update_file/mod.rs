@@ -137,6 +137,8 @@ pub struct UpdateFileResult {
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(title = "UpdateFileOutput")]
 pub struct UpdateFileOutput {
+    /// How many entries failed (each carries its own `error`); 0 when all succeeded. When every entry fails, the call itself fails instead, with the entry's error (one entry) or each entry's error in its message.
+    pub failed: u64,
     pub results: Vec<UpdateFileResult>,
 }
 
@@ -206,7 +208,11 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
             },
         });
     }
-    Ok(UpdateFileOutput { results })
+    let failed = crate::batch::settle(
+        results.iter().map(|r| (r.path.as_str(), r.error.as_ref())),
+        "was changed",
+    )?;
+    Ok(UpdateFileOutput { results, failed })
 }
 
 struct Done {
