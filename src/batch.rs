@@ -118,7 +118,10 @@ mod tests {
     fn some_failed_is_a_count_and_all_failed_is_an_error() {
         let stale = err("C221", "a.txt changed since its revision was read");
         assert_eq!(settle([("a", None), ("b", None)], "was written"), Ok(0));
-        assert_eq!(settle([("a", Some(&stale)), ("b", None)], "was written"), Ok(1));
+        assert_eq!(
+            settle([("a", Some(&stale)), ("b", None)], "was written"),
+            Ok(1)
+        );
         assert_eq!(settle(std::iter::empty(), "was written"), Ok(0));
         // one entry: its own error, as if the call were not a batch
         let one = settle([("a", Some(&stale))], "was written").unwrap_err();
@@ -128,9 +131,21 @@ mod tests {
         let all = settle([("a", Some(&stale)), ("b", Some(&gone))], "was written").unwrap_err();
         let wire = all.to_wire(Surface::Coder);
         assert_eq!(wire.code, "C221");
-        assert!(wire.message.contains("(2 of 2), nothing was written"), "{}", wire.message);
-        assert!(wire.message.contains("a: C221 a.txt changed"), "{}", wire.message);
-        assert!(wire.message.contains("b: C211 b.txt does not exist"), "{}", wire.message);
+        assert!(
+            wire.message.contains("(2 of 2), nothing was written"),
+            "{}",
+            wire.message
+        );
+        assert!(
+            wire.message.contains("a: C221 a.txt changed"),
+            "{}",
+            wire.message
+        );
+        assert!(
+            wire.message.contains("b: C211 b.txt does not exist"),
+            "{}",
+            wire.message
+        );
     }
 
     #[test]

@@ -166,6 +166,32 @@ impl Catalog {
         Some(entry)
     }
 
+    /// The functions an agent may call: every function not marked
+    /// internal. Internal ones are the console's plumbing (terminal panes,
+    /// the picker, the page's assets) and the policy's own hook
+    /// (`shell::on-config-change`); agents never need them.
+    pub fn agent_functions(&self) -> impl Iterator<Item = &FunctionDef> {
+        self.defs.iter().filter(|d| d.metadata["internal"] != true)
+    }
+
+    /// The engine configuration of an agent-safe deployment
+    /// (`deploy/engine-agents.yaml`, `ide functions --rbac`): the trusted
+    /// listener for ide, the console and operators, and a second listener
+    /// for agents whose RBAC exposes exactly [`Catalog::agent_functions`] —
+    /// not `configuration::set` (which could widen `host_roots`), not the
+    /// console's internals, not the engine's own functions.
+    pub fn agent_engine_config(&self) -> String {
+        let mut out = String::from(AGENT_CONFIG_HEAD);
+        for d in self.agent_functions() {
+            out.push_str(&format!("          - match(\"{}\")\n", d.id));
+        }
+        out.push_str("\n# ide's internal functions, not exposed to agents:\n");
+        for d in self.defs.iter().filter(|d| d.metadata["internal"] == true) {
+            out.push_str(&format!("#   {}\n", d.id));
+        }
+        out
+    }
+
     /// The catalog as printed by `ide functions`: exactly what is registered.
     pub fn to_json(&self) -> Value {
         let functions: Vec<Value> = self
@@ -196,6 +222,52 @@ impl Catalog {
         serde_json::json!({ "functions": functions, "trigger_types": triggers })
     }
 }
+
+/// The part of [`Catalog::agent_engine_config`] before the list of
+/// exposed functions.
+const AGENT_CONFIG_HEAD: &str = "\
+# An iii engine configuration under which agents can call ide's agent
+# functions and nothing else. Generated from ide's catalog
+# (`ide functions --rbac`); a test keeps this file equal to it.
+#
+# Two listeners (the engine's worker manager, once per port):
+# - 49134, trusted: the ide worker itself, the console, the operator's CLI.
+#   Bind it where agents cannot reach it (here: loopback only, and run the
+#   agent where it cannot open loopback sockets, or in another network
+#   namespace or host).
+# - 49135, for agents (an MCP bridge, an agent's SDK client): a connection
+#   there may call only the functions listed under expose_functions, which
+#   are ide's non-internal functions. Not exposed, so refused with FORBIDDEN:
+#   configuration::set/get (the policy: host_roots, denylists), ide's
+#   internal functions (listed at the end), and the engine's own functions
+#   (engine::*) but the few every connection needs (channels, worker
+#   registration, logs, baggage), which the engine always allows.
+#
+# Merge these entries into your engine's `workers:` list (declaring a
+# worker manager replaces the default listener, so both are needed), keep
+# your other workers (configuration, telemetry, ...) as they are, and
+# start ide on the trusted port: `ide --url ws://127.0.0.1:49134`.
+#
+# Limits to know:
+# - Without an `auth_function_id`, a connection on the agent port may still
+#   register functions and trigger bindings of its own (bindings can only
+#   target exposed functions). Add an auth function that answers
+#   `allow_function_registration: false` to forbid that too.
+# - Engines whose RBAC rules take a namespace match a rule without one in
+#   the `default` namespace only: with ide in a namespace, add
+#   `namespace: <ns>` to each rule (`{match: \"coder::info\", namespace: <ns>}`).
+workers:
+  - name: iii-worker-manager
+    config:
+      host: 127.0.0.1
+      port: 49134
+  - name: iii-worker-manager
+    config:
+      host: 127.0.0.1
+      port: 49135
+      rbac:
+        expose_functions:
+";
 
 /// The sentence of a description that says what the function does: its
 /// first, or its second when the first only lists the parameters
@@ -488,6 +560,84 @@ mod tests {
         assert!(
             missing.is_empty(),
             "not named in the description: {missing:?}"
+        );
+    }
+
+    /// The functions only the console and the policy call. A new function
+    /// must be put here or left out on purpose: the agent listener exposes
+    /// every other one.
+    const INTERNAL: [&str; 11] = [
+        "shell::config-status",
+        "shell::on-config-change",
+        "shell::workspace::read-bytes",
+        "ide::ui-content",
+        "shell::pty::open",
+        "shell::pty::write",
+        "shell::pty::resize",
+        "shell::pty::attach",
+        "shell::pty::detach",
+        "shell::pty::close",
+        "shell::pty::adopt",
+    ];
+
+    /// The shipped agent-safe engine configuration is what the catalog
+    /// generates, parses as YAML, keeps the trusted listener free of RBAC,
+    /// and exposes to agents exactly the non-internal functions: nothing
+    /// that changes policy (`configuration::*`), no internal function, no
+    /// engine function.
+    #[test]
+    fn the_agent_engine_configuration_exposes_exactly_the_agent_functions() {
+        let c = Catalog::standard();
+        let internal: Vec<&str> = c
+            .iter()
+            .filter(|d| d.metadata["internal"] == true)
+            .map(|d| d.id)
+            .collect();
+        assert_eq!(internal, INTERNAL, "classify each new function");
+        let shipped = include_str!("../deploy/engine-agents.yaml");
+        assert_eq!(
+            shipped.trim_end(),
+            c.agent_engine_config().trim_end(),
+            "deploy/engine-agents.yaml is not what the catalog generates: \
+             `ide functions --rbac > deploy/engine-agents.yaml`"
+        );
+        let config: Value = serde_norway::from_str(shipped).expect("valid YAML");
+        let workers = config["workers"].as_array().unwrap();
+        assert_eq!(workers.len(), 2);
+        assert!(workers.iter().all(|w| w["name"] == "iii-worker-manager"));
+        assert_eq!(workers[0]["config"]["port"], 49134);
+        assert!(workers[0]["config"].get("rbac").is_none());
+        let rbac = &workers[1]["config"]["rbac"];
+        assert_eq!(workers[1]["config"]["port"], 49135);
+        let exposed: Vec<String> = rbac["expose_functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let f = f.as_str().unwrap();
+                let id = f
+                    .strip_prefix("match(\"")
+                    .and_then(|r| r.strip_suffix("\")"))
+                    .unwrap_or_else(|| panic!("not an exact match filter: {f}"));
+                assert!(!id.contains('*'), "{f}");
+                id.to_string()
+            })
+            .collect();
+        let agents: Vec<String> = c.agent_functions().map(|d| d.id.to_string()).collect();
+        assert_eq!(exposed, agents);
+        assert_eq!(exposed.len() + INTERNAL.len(), c.iter().count());
+        for never in [
+            "configuration::set",
+            "configuration::get",
+            "shell::on-config-change",
+        ] {
+            assert!(!exposed.iter().any(|e| e == never), "{never}");
+        }
+        assert!(!exposed.iter().any(|e| e.starts_with("engine::")));
+        println!(
+            "{} functions exposed to agents, {} internal",
+            exposed.len(),
+            INTERNAL.len()
         );
     }
 

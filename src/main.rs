@@ -13,7 +13,12 @@ use std::process::ExitCode;
 #[command(
     name = "ide",
     version,
-    about = "iii worker: commands, files, code edits and terminals under one policy"
+    about = "iii worker: commands, files, code edits and terminals under one policy",
+    after_help = "Conventions (stated once, in `ide call coder::info` under `conventions`): line \
+                  numbers are 1-based and inclusive; a revision is the SHA-256 of a file's bytes, \
+                  passed back as expected_revision (C221 when stale); errors are {code, message} \
+                  (C2xx coder::*, S2xx shell::*). `ide call` exits 0 answered, 1 failed, 2 bad \
+                  usage, 3 a batch answered with a failed entry."
 )]
 struct Cli {
     /// WebSocket URL of the iii engine (the flag wins over III_URL).
@@ -56,6 +61,10 @@ enum Command {
         /// With an id: print the response schema too.
         #[arg(long, requires = "id")]
         response: bool,
+        /// Print the engine configuration of an agent-safe deployment: a second listener
+        /// whose RBAC exposes exactly the non-internal functions (deploy/engine-agents.yaml).
+        #[arg(long, conflicts_with_all = ["id", "brief"])]
+        rbac: bool,
         /// One function (or trigger type) id, e.g. coder::update-file.
         id: Option<String>,
     },
@@ -131,9 +140,13 @@ fn main() -> ExitCode {
         Some(Command::Functions {
             brief,
             response,
+            rbac,
             id,
         }) => {
             let catalog = Catalog::standard();
+            if rbac {
+                return emit(catalog.agent_engine_config().trim_end(), ExitCode::SUCCESS);
+            }
             match (brief, id) {
                 (true, _) => emit(catalog.brief().trim_end(), ExitCode::SUCCESS),
                 (false, Some(id)) => match catalog.entry_for_reading(&id, response) {

@@ -87,3 +87,79 @@ async fn iii_trigger_help_renders_literal_tokens_of_descriptions() {
     }
     engine.stop().await;
 }
+
+/// The shipped agent-safe deployment (`deploy/engine-agents.yaml`) on the
+/// real engine: a client on the agent listener calls ide's agent
+/// functions, and is refused (FORBIDDEN) what only the operator or the
+/// console may call — the policy's configuration, ide's internal
+/// functions, the engine's own functions.
+#[tokio::test]
+#[ignore = "real engine only: IDE_TEST_ENGINE=/path/to/iii cargo test --test engine_cli -- --ignored"]
+async fn an_agent_on_the_rbac_listener_reaches_the_agent_functions_and_nothing_else() {
+    use iii_sdk::protocol::TriggerRequest;
+    use serde_json::json;
+    use support::real_engine::{DataDir, RealEngine, free_port};
+    let bin = support::harness::real_engine_binary()
+        .expect("the RBAC test needs the real engine: set IDE_TEST_ENGINE to its binary");
+    let shipped: Value = serde_norway::from_str(include_str!("../deploy/engine-agents.yaml"))
+        .expect("the shipped configuration parses");
+    let rbac = shipped["workers"][1]["config"]["rbac"].clone();
+    assert!(rbac["expose_functions"].is_array(), "{shipped}");
+    let agent_port = free_port();
+    // JSON is YAML: the agent listener as shipped, on a port of the test's
+    let listener = json!({"host": "127.0.0.1", "port": agent_port, "rbac": rbac});
+    let engine = RealEngine::start_with_workers(&bin, 0, DataDir::new(), move |_| {
+        format!("  - name: iii-worker-manager\n    config: {listener}\n")
+    })
+    .await;
+    let engine = Engine::Real(engine);
+    let dir = tempfile::TempDir::new().unwrap();
+    let seed = dir.path().join("seed.yaml");
+    std::fs::write(&seed, "fs:\n  allow_unjailed: true\n").unwrap();
+    let ide = IdeProcess::spawn(
+        &["--url", &engine.url(), "--config", seed.to_str().unwrap()],
+        &[],
+    );
+    assert!(
+        engine.wait_for_ide(WAIT).await,
+        "ide did not register:\n{}",
+        ide.logs()
+    );
+    let agent = support::engine::connect_worker(
+        &format!("ws://127.0.0.1:{agent_port}"),
+        &support::engine::unique_name("agent"),
+    );
+    let call = |id: &str, payload: Value| {
+        let mut req = TriggerRequest::new(id, payload);
+        req.timeout_ms = Some(WAIT.as_millis() as u64);
+        agent.trigger(req)
+    };
+    let info = call("coder::info", json!({})).await.expect("coder::info");
+    assert_eq!(info["mode"], "unjailed");
+    let listed = call("shell::pty::sessions", json!({})).await;
+    assert!(listed.is_ok(), "{listed:?}");
+    for (id, payload) in [
+        ("configuration::set", json!({"id": "ide", "value": {}})),
+        ("configuration::get", json!({"id": "ide"})),
+        ("shell::on-config-change", json!({})),
+        ("shell::config-status", json!({})),
+        ("shell::pty::open", json!({})),
+        ("engine::functions::list", json!({})),
+    ] {
+        match call(id, payload).await {
+            Err(iii_sdk::Error::Remote { code, message, .. }) => {
+                assert_eq!(code, "FORBIDDEN", "{id}: {message}")
+            }
+            other => panic!("{id} was not refused: {other:?}"),
+        }
+    }
+    // the trusted listener still reaches everything
+    assert!(
+        engine
+            .call("configuration::get", json!({"id": "ide"}))
+            .await
+            .is_ok()
+    );
+    agent.shutdown_async().await;
+    engine.stop().await;
+}

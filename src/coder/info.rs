@@ -29,6 +29,16 @@ pub enum AccessMode {
     Unjailed,
 }
 
+/// What holds across functions, so no description has to repeat it.
+const CONVENTIONS: [&str; 6] = [
+    "Line numbers are 1-based and ranges inclusive (`line_from`/`line_to`, `insert`/`remove`/`update_lines`); `column` (coder::search) is a 1-based byte offset in the line.",
+    "A revision is the SHA-256 hex of a file's exact bytes: every read of a file up to `max_read_bytes` answers it; pass it as `expected_revision` to coder::create-file/update-file and a file changed since fails with C221 and is not written; each write answers the new revision to chain the next edit.",
+    "Edits keep a file's shape: a CRLF file stays CRLF (ops see `\\n`), a UTF-8 BOM and a missing final newline are kept, the mode is kept; a file that is not UTF-8 is refused (C210), never rewritten with replacement characters.",
+    "Batch functions (coder::create-file, update-file, delete-file, move-file, read-file with `paths[]`, shell::fs::sed) answer one entry per file and count the failed ones in `failed`; when every entry fails, the call fails with the entry's error (several: the first's code, each entry's error in the message).",
+    "Errors are {code, message}: `C2xx` from coder::*, `S2xx` from shell::*; 210 bad input, 211 not found (a denied path reads exactly like a missing one), 212 wrong type, 213 exists, 214 not empty, 215 outside the jail, 216 I/O, 217 bad regex, 218 too large, 220 outside the session scope, 221 stale revision. The message names the next call that works.",
+    "`ide call` exits 0 with the answer on stdout, 1 with the {code, message} of a failed call, 2 on bad usage, 3 when a batch answered but an entry failed.",
+];
+
 /// The coder access contract.
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(title = "InfoOutput")]
@@ -73,6 +83,8 @@ pub struct InfoOutput {
     pub exec_confinement: String,
     /// The limits of commands, so an agent does not take the coder read budget (`max_output_bytes` above) for them.
     pub exec_limits: ExecLimits,
+    /// Conventions every function follows, stated once: line numbers, columns, revisions, how edits keep a file's shape, batch answers, error codes.
+    pub conventions: Vec<&'static str>,
     /// Default working directory of commands (`working_dir` resolved against the worker's cwd, or the worker's cwd).
     pub working_dir: String,
     /// Worker version.
@@ -100,8 +112,9 @@ pub fn def() -> FunctionDef {
         "Report the coder access contract: mode (jailed | unjailed), allowed roots (primary \
          first), the session_root relative paths anchor against, size caps, response budgets, \
          listing/search limits, non-accessible globs and default_exclude_globs, and what \
-         confines commands (exec_confinement: shell::exec is not bound by the protected globs). \
-         Call it first when a path is rejected.",
+         confines commands (exec_confinement: shell::exec is not bound by the protected globs), \
+         and the conventions every function follows (line numbers, revisions, batches, error \
+         codes). Call it first when a path is rejected.",
         Flags::NONE,
         |ctx: Ctx, _req: InfoInput| async move { Ok::<_, Failure>(info(&ctx)) },
     )
@@ -147,6 +160,7 @@ pub fn info(ctx: &Ctx) -> InfoOutput {
         default_exclude_globs: code.default_exclude_globs.clone(),
         non_accessible_globs: code.non_accessible_globs.clone(),
         exec_confinement: EXEC_CONFINEMENT.to_string(),
+        conventions: CONVENTIONS.to_vec(),
         exec_limits: ExecLimits {
             max_output_bytes: rt.config.max_output_bytes,
             default_timeout_ms: rt.config.default_timeout_ms,
@@ -168,6 +182,36 @@ mod tests {
 
     fn ctx(cfg: Config) -> Ctx {
         Ctx::new(Services::standalone(Runtime::build(cfg).unwrap()))
+    }
+
+    /// What holds across functions is stated once, where an agent looks
+    /// first.
+    #[tokio::test]
+    async fn info_states_the_conventions_every_function_follows() {
+        let jail = crate::testkit::Jail::new();
+        let v = jail
+            .call("coder::info", serde_json::json!({}))
+            .await
+            .unwrap();
+        let text = v["conventions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect::<Vec<_>>()
+            .join("\n");
+        for fact in [
+            "1-based",
+            "expected_revision",
+            "C221",
+            "CRLF",
+            "BOM",
+            "`failed`",
+            "211",
+            "3 when a batch",
+        ] {
+            assert!(text.contains(fact), "{fact} is not stated: {text}");
+        }
     }
 
     #[test]

@@ -444,7 +444,9 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
         },
     );
     let failed = crate::batch::settle_texts(
-        results.iter().map(|r| (r.path.as_str(), r.error.as_deref())),
+        results
+            .iter()
+            .map(|r| (r.path.as_str(), r.error.as_deref())),
         "was changed",
     )?;
     Ok(SedResponse {

@@ -118,11 +118,23 @@ pub struct RealEngine {
 impl RealEngine {
     /// Start `bin` on `port` (0: a free one) over `data`.
     pub async fn start(bin: &Path, port: u16, data: DataDir) -> RealEngine {
+        Self::start_with_workers(bin, port, data, |_| String::new()).await
+    }
+
+    /// [`start`](Self::start) with more entries in the engine's `workers:`
+    /// list: `extra(port)` gives them (YAML list items at two spaces'
+    /// indent) for the port the engine's main listener got.
+    pub async fn start_with_workers(
+        bin: &Path,
+        port: u16,
+        data: DataDir,
+        extra: impl Fn(u16) -> String,
+    ) -> RealEngine {
         let mut attempts = 0;
         loop {
             attempts += 1;
             let chosen = if port == 0 { free_port() } else { port };
-            match Self::try_start(bin, chosen, data.clone()).await {
+            match Self::try_start(bin, chosen, data.clone(), &extra(chosen)).await {
                 Ok(engine) => return engine,
                 // a free port can be taken between the probe and the bind
                 Err(log) if port == 0 && attempts < 3 => {
@@ -133,14 +145,19 @@ impl RealEngine {
         }
     }
 
-    async fn try_start(bin: &Path, port: u16, data: DataDir) -> Result<RealEngine, String> {
+    async fn try_start(
+        bin: &Path,
+        port: u16,
+        data: DataDir,
+        extra: &str,
+    ) -> Result<RealEngine, String> {
         let dir = data.path().to_path_buf();
         std::fs::write(
             dir.join("config.yaml"),
             format!(
                 "workers:\n  - name: iii-worker-manager\n    config: {{host: 127.0.0.1, port: {port}}}\n  \
                  - name: configuration\n    config: {{adapter: {{name: fs, config: {{directory: ./config}}}}, ttl_seconds: 0}}\n  \
-                 - name: iii-telemetry\n    config: {{enabled: false}}\n"
+                 - name: iii-telemetry\n    config: {{enabled: false}}\n{extra}"
             ),
         )
         .map_err(|e| e.to_string())?;
