@@ -207,26 +207,24 @@ async fn every_read_carries_the_whole_files_revision_and_guards_a_window_edit() 
                 json!({"paths": ["big.txt", {"path": "big.txt", "line_from": 1, "line_to": 2}]}),
             )
             .await;
+        assert_eq!(batch["failed"], 0, "{at}: {batch}");
         for e in batch["results"].as_array().unwrap() {
             assert_eq!(e["revision"], whole, "{at}: {e}");
         }
         // someone inserts a line above the window
         w.write("big.txt", format!("inserted\n{body}"));
-        let stale = via
-            .ok(
+        // the batch's only entry is stale: the call fails with its error
+        let (code, message) = via
+            .err(
                 "coder::update-file",
                 json!({"files": [{"path": "big.txt", "expected_revision": whole,
                     "ops": [{"op": "update_lines", "from_line": 2505, "to_line": 2505, "content": "edited"}]}]}),
             )
             .await;
-        let e = &stale["results"][0]["error"];
-        assert_eq!(e["code"], "C221", "{at}: {stale}");
+        assert_eq!(code, "C221", "{at}: {message}");
         assert!(
-            e["message"]
-                .as_str()
-                .unwrap()
-                .contains("a windowed coder::read-file"),
-            "{at}: {e}"
+            message.contains("a windowed coder::read-file"),
+            "{at}: {message}"
         );
         assert!(!w.read("big.txt").contains("edited"), "{at}");
     }
@@ -445,6 +443,7 @@ async fn a_failed_batch_entry_makes_ide_call_exit_3_with_the_json_unchanged() {
         .await;
     assert_eq!(cli.exit, Some(3));
     let cli = cli.result.unwrap();
+    assert_eq!(cli["failed"], 1, "{cli}");
     assert_eq!(cli["results"][0]["success"], true);
     assert_eq!(cli["results"][1]["success"], false);
     assert_eq!(cli["results"][1]["error"]["code"], "C211");
@@ -459,6 +458,7 @@ async fn a_failed_batch_entry_makes_ide_call_exit_3_with_the_json_unchanged() {
         v
     };
     assert_eq!(strip(via_engine), strip(cli));
+    // beside an entry that worked, a failed entry: 3, and `failed` counts it
     for (id, payload) in [
         (
             "coder::create-file",
@@ -466,13 +466,59 @@ async fn a_failed_batch_entry_makes_ide_call_exit_3_with_the_json_unchanged() {
         ),
         (
             "coder::move",
-            json!({"files": [{"from": "nope.txt", "to": "b.txt"}]}),
+            json!({"files": [{"from": "nope.txt", "to": "b.txt"}, {"from": "a.txt", "to": "a.txt"}]}),
         ),
-        ("coder::delete-file", json!({"paths": ["full-dir"]})),
+        (
+            "coder::delete-file",
+            json!({"paths": ["full-dir", "already-gone.txt"]}),
+        ),
+        ("coder::read-file", json!({"paths": ["a.txt", "nope.txt"]})),
+        (
+            "shell::fs::sed",
+            json!({"files": ["a.txt", "nope.txt"], "pattern": "zzz", "replacement": "y"}),
+        ),
     ] {
         let a = Via::Cli(&w).answer(id, payload).await;
         assert_eq!(a.exit, Some(3), "{id}: {:?}", a.result);
+        let v = a.result.unwrap();
+        assert_eq!(v["failed"], 1, "{id}: {v}");
     }
+    // every entry failed: the call failed, 1, with the entry's own error
+    // (one entry) or the first entry's code and each entry's error
+    for (id, payload, code, paths) in [
+        (
+            "coder::move",
+            json!({"files": [{"from": "nope.txt", "to": "b.txt"}]}),
+            "C211",
+            vec![],
+        ),
+        (
+            "coder::delete-file",
+            json!({"paths": ["full-dir"]}),
+            "C214",
+            vec![],
+        ),
+        (
+            "coder::create-file",
+            json!({"files": [{"path": "a.txt", "content": "x"}, {"path": "new.txt", "content": "x"}]}),
+            "C213",
+            vec!["a.txt: C213 ", "new.txt: C213 "],
+        ),
+    ] {
+        let a = Via::Cli(&w).answer(id, payload).await;
+        assert_eq!(a.exit, Some(1), "{id}: {:?}", a.result);
+        let (got, message) = a.result.unwrap_err();
+        assert_eq!(got, code, "{id}: {message}");
+        if paths.is_empty() {
+            assert!(!message.contains("every entry"), "{id}: {message}");
+        } else {
+            assert!(message.contains("(2 of 2)"), "{id}: {message}");
+        }
+        for p in paths {
+            assert!(message.contains(p), "{id}: {message}");
+        }
+    }
+    assert!(w.root.join("full-dir/x.txt").exists());
     // all entries succeeded: 0; the function itself failed: 1
     let a = Via::Cli(&w)
         .answer(
@@ -674,19 +720,23 @@ async fn session(w: &World, agent: &Agent<'_>) {
     w.write("py/big.py", format!("# header\n{body}"));
     loop {
         let edit = agent
-            .ok(
+            .call(
                 "coder::update-file",
                 json!({"files": [{"path": "py/big.py", "expected_revision": rev,
                     "ops": [{"op": "update_lines", "from_line": line, "to_line": line, "content": target}]}]}),
             )
             .await;
-        let r = &edit["results"][0];
-        if r["success"] == true {
-            break;
-        }
-        assert_eq!(r["error"]["code"], "C221", "{edit}");
+        // the only entry failing fails the call with the entry's error
+        let (code, message) = match edit {
+            Ok(v) => {
+                assert_eq!(v["results"][0]["success"], true, "{v}");
+                break;
+            }
+            Err(e) => e,
+        };
+        assert_eq!(code, "C221", "{message}");
         // the message says a window re-read is enough
-        assert!(r["error"]["message"].as_str().unwrap().contains("windowed"));
+        assert!(message.contains("windowed"), "{message}");
         let again = agent
             .ok(
                 "coder::read-file",

@@ -295,6 +295,7 @@ mod tests {
             )
             .await
             .unwrap();
+        assert_eq!(v["failed"], 0);
         let r = &v["results"][0];
         assert_eq!(r["success"], true);
         assert_eq!(r["bytes_written"], 3);
@@ -323,6 +324,7 @@ mod tests {
             )
             .await
             .unwrap();
+        assert_eq!(v["failed"], 2, "{v}");
         let r = v["results"].as_array().unwrap();
         assert_eq!(r[0]["error"]["code"], "C213");
         assert!(
@@ -357,14 +359,16 @@ mod tests {
         j.write("f", "v1");
         let rev1 = crate::coder::revision_of(b"v1");
         j.write("f", "v2 by someone else");
-        let v = j
+        // the batch's only entry failed: the call fails with its error
+        let (c, m) = j
             .call(
                 ID,
                 json!({"files": [{"path": "f", "content": "mine", "expected_revision": rev1}]}),
             )
             .await
-            .unwrap();
-        assert_eq!(v["results"][0]["error"]["code"], "C221");
+            .unwrap_err();
+        assert_eq!(c, "C221", "{m}");
+        assert!(m.contains("nothing was written"), "{m}");
         assert_eq!(j.read("f"), b"v2 by someone else");
         let rev2 = crate::coder::revision_of(b"v2 by someone else");
         let v = j
@@ -375,6 +379,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(v["results"][0]["success"], true);
+        assert_eq!(v["failed"], 0);
         assert_eq!(j.read("f"), b"mine");
     }
 
@@ -382,24 +387,41 @@ mod tests {
     async fn caps_modes_and_types_are_enforced() {
         let j = Jail::with(|c| c.fs.max_write_bytes = 4);
         std::fs::create_dir(j.path("d")).unwrap();
-        let v = j
-            .call(
-                ID,
-                json!({"files": [
-                    {"path": "big", "content": "12345"},
-                    {"path": "s", "content": "x", "mode": "4755"},
-                    {"path": "m", "content": "x", "mode": "rw"},
-                    {"path": "d", "content": "x", "overwrite": true}
-                ]}),
-            )
-            .await
-            .unwrap();
+        let bad = [
+            json!({"path": "big", "content": "12345"}),
+            json!({"path": "s", "content": "x", "mode": "4755"}),
+            json!({"path": "m", "content": "x", "mode": "rw"}),
+            json!({"path": "d", "content": "x", "overwrite": true}),
+        ];
+        let codes = ["C218", "C210", "C210", "C212"];
+        // every entry failed: the call fails, with the first entry's code
+        // and each entry's path and error in the message
+        let (c, m) = j.call(ID, json!({"files": bad})).await.unwrap_err();
+        assert_eq!(c, "C218", "{m}");
+        assert!(
+            m.contains("every entry of the batch failed (4 of 4), nothing was written"),
+            "{m}"
+        );
+        for (path, code) in ["big", "s", "m", "d"].into_iter().zip(codes) {
+            assert!(m.contains(&format!("{path}: {code} ")), "{path}: {m}");
+        }
+        assert!(m.contains("max_write_bytes (4)"), "{m}");
+        assert!(!j.exists("big") && !j.exists("s") && !j.exists("m"));
+        // with one entry that works, the call answers each entry's error
+        let mut files = bad.to_vec();
+        files.push(json!({"path": "ok", "content": "1234"}));
+        let v = j.call(ID, json!({"files": files})).await.unwrap();
+        assert_eq!(v["failed"], 4, "{v}");
         let r = v["results"].as_array().unwrap();
-        assert_eq!(r[0]["error"]["code"], "C218");
-        assert_eq!(r[1]["error"]["code"], "C210");
-        assert_eq!(r[2]["error"]["code"], "C210");
-        assert_eq!(r[3]["error"]["code"], "C212");
-        assert!(!j.exists("big") && !j.exists("s"));
+        for (entry, code) in r.iter().zip(codes) {
+            assert_eq!(entry["success"], false, "{entry}");
+            assert_eq!(entry["error"]["code"], code, "{entry}");
+        }
+        assert_eq!(r[4]["success"], true);
+        assert_eq!(r[4]["error"], serde_json::Value::Null);
+        assert_eq!(j.read("ok"), b"1234");
+        assert!(!j.exists("big") && !j.exists("s") && !j.exists("m"));
+        assert!(j.path("d").is_dir());
     }
 
     #[tokio::test]
@@ -409,12 +431,25 @@ mod tests {
         let j = Jail::new();
         j.write("denied/f", "x");
         j.write("a/.env", "x");
-        let entry = |p: &str| json!({"files": [{"path": p, "content": "x", "overwrite": true}]});
+        let entry = |p: &str| json!({"path": p, "content": "x", "overwrite": true});
+        let ok = json!({"path": "ok", "content": "ok", "overwrite": true});
         for (existing, missing) in [("denied/f", "denied/none"), ("a/.env", "b/.env")] {
-            let d = j.call(ID, entry(existing)).await.unwrap();
-            assert_eq!(d["results"][0]["error"]["code"], "C211");
-            let m = j.call(ID, entry(missing)).await.unwrap();
-            assert_redacted(entry_error(d), existing, entry_error(m), missing);
+            // alone in its batch: the call fails with the entry's error
+            let d = j.call(ID, json!({"files": [entry(existing)]})).await;
+            assert_eq!(d.as_ref().unwrap_err().0, "C211", "{d:?}");
+            let m = j.call(ID, json!({"files": [entry(missing)]})).await;
+            assert_redacted(d, existing, m, missing);
+            // beside an entry that works: the entry's error, just the same
+            let d = j
+                .call(ID, json!({"files": [entry(existing), ok]}))
+                .await
+                .unwrap();
+            let m = j
+                .call(ID, json!({"files": [entry(missing), ok]}))
+                .await
+                .unwrap();
+            assert_eq!((&d["failed"], &m["failed"]), (&json!(1), &json!(1)));
+            assert_redacted(entry_error(&d, 0), existing, entry_error(&m, 0), missing);
         }
         assert_eq!(j.read("denied/f"), b"x");
         assert!(!j.exists("b/.env"));

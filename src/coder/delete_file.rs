@@ -177,6 +177,7 @@ mod tests {
         let j = Jail::new();
         j.write("a", "x");
         let v = j.call(ID, json!({"paths": ["a", "gone"]})).await.unwrap();
+        assert_eq!(v["failed"], 0);
         assert_eq!(v["results"][0]["removed"], true);
         assert_eq!(v["results"][1]["success"], true);
         assert_eq!(v["results"][1]["removed"], false);
@@ -187,14 +188,23 @@ mod tests {
     async fn non_empty_directories_need_recursive() {
         let j = Jail::new();
         j.write("d/e/f", "x");
-        let v = j.call(ID, json!({"paths": ["d"]})).await.unwrap();
-        assert_eq!(v["results"][0]["error"]["code"], "C214");
+        let (c, m) = j.call(ID, json!({"paths": ["d"]})).await.unwrap_err();
+        assert_eq!(c, "C214", "{m}");
+        assert!(m.contains("recursive: true"), "{m}");
         assert!(j.exists("d/e/f"));
+        // beside an entry that works, the refusal is that entry's error
+        j.write("loose", "x");
+        let v = j.call(ID, json!({"paths": ["d", "loose"]})).await.unwrap();
+        assert_eq!(v["failed"], 1, "{v}");
+        assert_eq!(v["results"][0]["error"]["code"], "C214");
+        assert_eq!(v["results"][1]["removed"], true);
+        assert!(j.exists("d/e/f") && !j.exists("loose"));
         let v = j
             .call(ID, json!({"paths": ["d"], "recursive": true}))
             .await
             .unwrap();
         assert_eq!(v["results"][0]["removed"], true);
+        assert_eq!(v["failed"], 0);
         assert!(!j.exists("d"));
     }
 
@@ -203,11 +213,12 @@ mod tests {
         let j = Jail::new();
         j.write("proj/a.txt", "x");
         j.write("proj/sub/.env", "S=1");
-        let v = j
+        let (c, m) = j
             .call(ID, json!({"paths": ["proj"], "recursive": true}))
             .await
-            .unwrap();
-        assert_eq!(v["results"][0]["error"]["code"], "C210");
+            .unwrap_err();
+        assert_eq!(c, "C210", "{m}");
+        assert!(m.contains("nothing was deleted"), "{m}");
         assert!(j.exists("proj/a.txt") && j.exists("proj/sub/.env"));
     }
 
@@ -216,14 +227,31 @@ mod tests {
         let j = Jail::new();
         j.write("x", "x");
         let root = j.root.display().to_string();
-        let v = j
+        let (c, m) = j
             .call(ID, json!({"paths": [".", root], "recursive": true}))
             .await
-            .unwrap();
-        for r in v["results"].as_array().unwrap() {
-            assert_eq!(r["error"]["code"], "C210");
-        }
+            .unwrap_err();
+        assert_eq!(c, "C210", "{m}");
+        assert!(
+            m.contains("every entry of the batch failed (2 of 2), nothing was deleted"),
+            "{m}"
+        );
+        assert!(m.contains(".: C210 refusing to delete"), "{m}");
+        assert!(
+            m.contains(&format!("{root}: C210 refusing to delete")),
+            "{m}"
+        );
         assert!(j.exists("x"));
+        // beside an entry that works, each root is still refused
+        let v = j
+            .call(ID, json!({"paths": [".", "x", root], "recursive": true}))
+            .await
+            .unwrap();
+        assert_eq!(v["failed"], 2, "{v}");
+        assert_eq!(v["results"][0]["error"]["code"], "C210");
+        assert_eq!(v["results"][1]["removed"], true);
+        assert_eq!(v["results"][2]["error"]["code"], "C210");
+        assert!(j.root.is_dir());
     }
 
     #[tokio::test]
@@ -245,10 +273,22 @@ mod tests {
         j.write("denied/f", "x");
         j.write(".env", "x");
         for (existing, missing) in [("denied/f", "denied/none"), (".env", "x/.env")] {
-            let d = j.call(ID, json!({"paths": [existing]})).await.unwrap();
-            let m = j.call(ID, json!({"paths": [missing]})).await.unwrap();
-            assert_eq!(d["results"][0]["error"]["code"], "C211");
-            assert_redacted(entry_error(d), existing, entry_error(m), missing);
+            // alone in its batch: the call fails with the entry's error
+            let d = j.call(ID, json!({"paths": [existing]})).await;
+            let m = j.call(ID, json!({"paths": [missing]})).await;
+            assert_eq!(d.as_ref().unwrap_err().0, "C211", "{d:?}");
+            assert_redacted(d, existing, m, missing);
+            // beside an entry that works (a missing path deletes nothing)
+            let d = j
+                .call(ID, json!({"paths": [existing, "gone"]}))
+                .await
+                .unwrap();
+            let m = j
+                .call(ID, json!({"paths": [missing, "gone"]}))
+                .await
+                .unwrap();
+            assert_eq!((&d["failed"], &m["failed"]), (&json!(1), &json!(1)));
+            assert_redacted(entry_error(&d, 0), existing, entry_error(&m, 0), missing);
         }
         assert!(j.exists("denied/f") && j.exists(".env"));
     }

@@ -338,6 +338,7 @@ mod tests {
             )
             .await
             .unwrap();
+        assert_eq!(v["failed"], 0);
         let r = &v["results"][0];
         assert_eq!(r["moved"], true);
         assert_eq!(r["to"], j.path("new/dir/b.txt").display().to_string());
@@ -350,11 +351,12 @@ mod tests {
         let j = Jail::new();
         j.write("a", "a");
         j.write("b", "b");
-        let v = j
+        let (c, m) = j
             .call(ID, json!({"files": [{"from": "a", "to": "b"}]}))
             .await
-            .unwrap();
-        assert_eq!(v["results"][0]["error"]["code"], "C213");
+            .unwrap_err();
+        assert_eq!(c, "C213", "{m}");
+        assert!(m.contains("overwrite: true"), "{m}");
         assert_eq!(j.read("b"), b"b");
         let v = j
             .call(
@@ -372,14 +374,14 @@ mod tests {
         let j = Jail::new();
         j.write("f.rs", "x");
         std::fs::create_dir(j.path("src")).unwrap();
-        let v = j
+        let (c, m) = j
             .call(ID, json!({"files": [{"from": "f.rs", "to": "src"}]}))
             .await
-            .unwrap();
-        let e = &v["results"][0]["error"];
-        assert_eq!(e["code"], "C210");
+            .unwrap_err();
+        assert_eq!(c, "C210", "{m}");
         let want = j.path("src/f.rs").display().to_string();
-        assert!(e["message"].as_str().unwrap().contains(&want), "{e}");
+        assert!(m.contains(&format!("to: {want:?}")), "{m}");
+        assert!(j.exists("f.rs"));
     }
 
     #[tokio::test]
@@ -393,6 +395,7 @@ mod tests {
             )
             .await
             .unwrap();
+        assert_eq!(v["failed"], 1, "{v}");
         assert_eq!(v["results"][0]["success"], true);
         assert_eq!(v["results"][0]["moved"], false);
         assert_eq!(v["results"][1]["error"]["code"], "C211");
@@ -403,11 +406,13 @@ mod tests {
     async fn directories_move_and_not_into_themselves() {
         let j = Jail::new();
         j.write("d/x", "x");
-        let v = j
+        let (c, m) = j
             .call(ID, json!({"files": [{"from": "d", "to": "d/sub/d"}]}))
             .await
-            .unwrap();
-        assert_eq!(v["results"][0]["error"]["code"], "C210");
+            .unwrap_err();
+        assert_eq!(c, "C210", "{m}");
+        assert!(m.contains("into itself"), "{m}");
+        assert!(j.exists("d/x") && !j.exists("d/sub"));
         let v = j
             .call(ID, json!({"files": [{"from": "d", "to": "e"}]}))
             .await
@@ -445,15 +450,16 @@ mod tests {
             0o640
         );
         j.write("d/x", "x");
-        let v = j
+        let (c, m) = j
             .call(
                 ID,
                 json!({"files": [{"from": "d", "to": other_root.join("d")}]}),
             )
             .await
-            .unwrap();
-        assert_eq!(v["results"][0]["error"]["code"], "C210");
-        assert!(j.exists("d/x"));
+            .unwrap_err();
+        assert_eq!(c, "C210", "{m}");
+        assert!(m.contains("another filesystem"), "{m}");
+        assert!(j.exists("d/x") && !other_root.join("d").exists());
     }
 
     #[tokio::test]
@@ -461,11 +467,12 @@ mod tests {
         let j = Jail::new();
         j.write("cfg/secrets/api.txt", "k");
         j.write("cfg/plain.txt", "x");
-        let v = j
+        let (c, m) = j
             .call(ID, json!({"files": [{"from": "cfg", "to": "pub"}]}))
             .await
-            .unwrap();
-        assert_eq!(v["results"][0]["error"]["code"], "C210");
+            .unwrap_err();
+        assert_eq!(c, "C210", "{m}");
+        assert!(m.contains("non_accessible_globs"), "{m}");
         assert!(j.exists("cfg/secrets/api.txt") && !j.exists("pub"));
     }
 
@@ -473,21 +480,32 @@ mod tests {
     async fn denied_path_reads_exactly_like_a_missing_one() {
         let j = Jail::new();
         j.write("denied/f", "x");
+        j.write("s", "x");
+        let entry = |from: &str| json!({"from": from, "to": "x"});
+        // alone in its batch: the call fails with the entry's error
+        let d = j.call(ID, json!({"files": [entry("denied/f")]})).await;
+        let m = j.call(ID, json!({"files": [entry("nope/f")]})).await;
+        assert_eq!(d.as_ref().unwrap_err().0, "C211", "{d:?}");
+        assert_redacted(d, "denied/f", m, "nope/f");
+        // beside an entry that works (a self-move moves nothing)
+        let same = json!({"from": "s", "to": "s"});
         let d = j
-            .call(ID, json!({"files": [{"from": "denied/f", "to": "x"}]}))
+            .call(ID, json!({"files": [entry("denied/f"), same]}))
             .await
             .unwrap();
         let m = j
-            .call(ID, json!({"files": [{"from": "nope/f", "to": "x"}]}))
+            .call(ID, json!({"files": [entry("nope/f"), same]}))
             .await
             .unwrap();
-        assert_redacted(entry_error(d), "denied/f", entry_error(m), "nope/f");
+        assert_eq!((&d["failed"], &m["failed"]), (&json!(1), &json!(1)));
+        assert_redacted(entry_error(&d, 0), "denied/f", entry_error(&m, 0), "nope/f");
+        assert!(j.exists("denied/f") && !j.exists("x"));
         j.write("ok", "x");
-        let d = j
+        let (c, m) = j
             .call(ID, json!({"files": [{"from": "ok", "to": ".env"}]}))
             .await
-            .unwrap();
-        assert_eq!(d["results"][0]["error"]["code"], "C211");
-        assert!(j.exists("ok"));
+            .unwrap_err();
+        assert_eq!(c, "C211", "{m}");
+        assert!(j.exists("ok") && !j.exists(".env"));
     }
 }

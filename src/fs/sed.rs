@@ -500,7 +500,7 @@ mod tests {
             .await;
         assert_eq!(
             r,
-            json!({"results": [{"path": "a.txt", "replacements": 3, "success": true, "error": null}], "total_replacements": 3})
+            json!({"results": [{"path": "a.txt", "replacements": 3, "success": true, "error": null}], "total_replacements": 3, "failed": 0})
         );
         assert_eq!(k.read("a.txt"), "goo bar goo\ngoo\nend");
         let m = std::fs::metadata(k.root.join("a.txt"))
@@ -546,6 +546,7 @@ mod tests {
         assert_eq!(res[3]["replacements"], 1);
         assert!(res[4]["error"].as_str().unwrap().starts_with("S215"));
         assert_eq!(r["total_replacements"], 2);
+        assert_eq!(r["failed"], 3, "{r}");
         assert_eq!(k.read("a"), "y\n");
         assert_eq!(k.read("b"), "y\n");
         // a file without matches is not rewritten
@@ -561,6 +562,7 @@ mod tests {
             )
             .await;
         assert_eq!(r["results"][0]["replacements"], 0);
+        assert_eq!(r["failed"], 0);
         assert_eq!(
             std::fs::metadata(k.root.join("same"))
                 .unwrap()
@@ -611,7 +613,7 @@ mod tests {
             json!({"results": [
                 {"path": "t/a.rs", "replacements": 1, "success": true, "error": null},
                 {"path": "t/sub/b.rs", "replacements": 2, "success": true, "error": null},
-            ], "total_replacements": 3})
+            ], "total_replacements": 3, "failed": 0})
         );
         let r = k
             .ok(
@@ -634,26 +636,41 @@ mod tests {
         });
         k.file("grow", "a\na\n");
         k.file("long", &"a".repeat(20));
-        let r = k
-            .ok(
+        // every file failed: the call fails, each file's error listed
+        let e = k
+            .err(
                 "shell::fs::sed",
                 json!({"files": ["grow", "long"], "pattern": "a", "replacement": "aaaaaa"}),
             )
             .await;
+        assert_eq!(e.code, "S218", "{e}");
         assert!(
-            r["results"][0]["error"]
-                .as_str()
-                .unwrap()
-                .starts_with("S218")
+            e.message
+                .contains("every entry of the batch failed (2 of 2), nothing was changed"),
+            "{e}"
         );
-        assert!(
-            r["results"][1]["error"]
-                .as_str()
-                .unwrap()
-                .starts_with("S218")
-        );
+        assert!(e.message.contains("grow: S218 "), "{e}");
+        assert!(e.message.contains("long: S218 "), "{e}");
         assert_eq!(k.read("grow"), "a\na\n");
         assert_eq!(std::fs::read_dir(&k.root).unwrap().count(), 2);
+        // beside a file that was edited, each refusal is its file's error
+        k.file("fits", "a\n");
+        let r = k
+            .ok(
+                "shell::fs::sed",
+                json!({"files": ["grow", "long", "fits"], "pattern": "a", "replacement": "aaaaaa"}),
+            )
+            .await;
+        assert_eq!(r["failed"], 2, "{r}");
+        for i in 0..2 {
+            let error = r["results"][i]["error"].as_str().unwrap();
+            assert!(error.starts_with("S218"), "{error}");
+        }
+        assert_eq!(r["results"][2]["replacements"], 1);
+        assert_eq!(k.read("fits"), "aaaaaa\n");
+        assert_eq!(k.read("grow"), "a\na\n");
+        assert_eq!(k.read("long"), "a".repeat(20));
+        assert_eq!(std::fs::read_dir(&k.root).unwrap().count(), 3);
     }
 
     #[tokio::test]
@@ -700,32 +717,43 @@ mod tests {
             |p| json!({"path": p, "pattern": "x", "replacement": "y"}),
         )
         .await;
-        // per-file errors in a files list are redacted the same way
+        // a files list of one fails the call with the file's error: the
+        // same redaction
+        redaction_holds(
+            "shell::fs::sed",
+            |p| json!({"files": [p], "pattern": "x", "replacement": "y"}),
+        )
+        .await;
+        // per-file errors beside a file that was edited are redacted the
+        // same way
         for k in [Kit::jailed(), Kit::unjailed()] {
             let denied = denied_fixtures(&k);
+            let ok = k.file("ok", "x\n").display().to_string();
+            let error_of = |r: &serde_json::Value, path: &str| {
+                assert_eq!(r["failed"], 1, "{r}");
+                assert_eq!(r["results"][1]["success"], true, "{r}");
+                r["results"][0]["error"]
+                    .as_str()
+                    .unwrap()
+                    .replace(&format!("{path:?}"), "P")
+            };
             for d in denied {
                 let missing = missing_twin(&k, "nope", &d);
                 let r = k
                     .ok(
                         "shell::fs::sed",
-                        json!({"files": [missing], "pattern": "x", "replacement": "y"}),
+                        json!({"files": [missing, ok], "pattern": "x", "replacement": "x"}),
                     )
                     .await;
-                let want = r["results"][0]["error"]
-                    .as_str()
-                    .unwrap()
-                    .replace(&format!("{missing:?}"), "P");
+                let want = error_of(&r, &missing);
+                assert!(want.starts_with("S211: "), "{want}");
                 let r = k
                     .ok(
                         "shell::fs::sed",
-                        json!({"files": [d], "pattern": "x", "replacement": "y"}),
+                        json!({"files": [d, ok], "pattern": "x", "replacement": "x"}),
                     )
                     .await;
-                let got = r["results"][0]["error"]
-                    .as_str()
-                    .unwrap()
-                    .replace(&format!("{d:?}"), "P");
-                assert_eq!(got, want);
+                assert_eq!(error_of(&r, &d), want);
             }
         }
     }
@@ -738,7 +766,9 @@ mod tests {
         let r = k
             .ok("shell::fs::sed", json!({"files": ["/a"], "pattern": "x", "replacement": "y", "target": sandbox_target()}))
             .await;
-        assert_eq!(r, answer);
+        let mut want = answer;
+        want["failed"] = json!(0);
+        assert_eq!(r, want);
         assert_eq!(
             k.sandbox_calls()[0].1,
             json!({"sandbox_id": SANDBOX_ID, "pattern": "x", "replacement": "y", "regex": true,

@@ -1,4 +1,4 @@
-use crate::testkit::{Jail, assert_redacted};
+use crate::testkit::{Jail, assert_redacted, entry_error};
 use serde_json::json;
 
 const ID: &str = "coder::read-file";
@@ -17,6 +17,8 @@ async fn full_read_returns_content_metadata_and_revision() {
     assert_eq!(v["is_utf8"], true);
     assert_eq!(v["revision"], crate::coder::revision_of(b"one\ntwo\n"));
     assert_eq!(v["results"], serde_json::Value::Null);
+    // `failed` counts batch entries: none in single-path mode
+    assert_eq!(v["failed"], serde_json::Value::Null);
     assert!(v["mode"].as_u64().unwrap() <= 0o777);
 }
 
@@ -127,6 +129,7 @@ async fn windows_stat_and_batch_entries_carry_the_whole_files_revision() {
         )
         .await
         .unwrap();
+    assert_eq!(v["failed"], 1, "{v}");
     let r = v["results"].as_array().unwrap();
     for e in &r[..2] {
         assert_eq!(e["revision"], whole, "{e}");
@@ -145,17 +148,15 @@ async fn windows_stat_and_batch_entries_carry_the_whole_files_revision() {
         .unwrap();
     assert_eq!(u["results"][0]["success"], true, "{u}");
     // ... and a stale one is refused, the message naming the window re-read
-    let u = j
+    let (c, m) = j
         .call(
             "coder::update-file",
             json!({"files": [{"path": "big.txt", "expected_revision": whole,
                 "ops": [{"op": "update_lines", "from_line": 2501, "to_line": 2501, "content": "again"}]}]}),
         )
         .await
-        .unwrap();
-    let e = &u["results"][0]["error"];
-    assert_eq!(e["code"], "C221");
-    let m = e["message"].as_str().unwrap();
+        .unwrap_err();
+    assert_eq!(c, "C221", "{m}");
     assert!(m.contains("a windowed coder::read-file"), "{m}");
     assert!(m.contains("line_from/line_to"), "{m}");
 }
@@ -270,6 +271,7 @@ async fn batch_entries_consume_the_budget_in_order() {
         .await
         .unwrap();
     let r = v["results"].as_array().unwrap();
+    assert_eq!(v["failed"], 2, "{v}");
     assert_eq!(v["content"], serde_json::Value::Null);
     assert_eq!(r[0]["content"], "aaaaa\n");
     assert_eq!(r[1]["content"], "bbbbb\n");
@@ -299,6 +301,7 @@ async fn batch_windows_and_numbered_prefixes_count() {
         )
         .await
         .unwrap();
+    assert_eq!(v["failed"], 0);
     let r = &v["results"][0];
     // "1→x\n" is 6 bytes, the next line would exceed 9
     assert_eq!(r["content"], "1→x\n");
@@ -310,6 +313,7 @@ async fn denied_path_reads_exactly_like_a_missing_one() {
     let j = Jail::new();
     j.write(".env", "SECRET=1\n");
     j.write("denied/x", "x");
+    j.write("ok", "ok\n");
     for (denied, missing) in [(".env", "nope/.env"), ("denied/x", "nope")] {
         let d = j.call(ID, json!({"path": denied})).await;
         let m = j.call(ID, json!({"path": missing})).await;
@@ -317,7 +321,32 @@ async fn denied_path_reads_exactly_like_a_missing_one() {
         let d = j.call(ID, json!({"path": denied, "stat": true})).await;
         let m = j.call(ID, json!({"path": missing, "stat": true})).await;
         assert_redacted(d, denied, m, missing);
+        // a batch of one that failed fails the call with the entry's error
+        let d = j.call(ID, json!({"paths": [denied]})).await;
+        let m = j.call(ID, json!({"paths": [missing]})).await;
+        assert_eq!(d.as_ref().unwrap_err().0, "C211", "{d:?}");
+        assert_redacted(d, denied, m, missing);
+        // beside an entry that was read, the entry's error, just the same
+        let d = j.call(ID, json!({"paths": [denied, "ok"]})).await.unwrap();
+        let m = j.call(ID, json!({"paths": [missing, "ok"]})).await.unwrap();
+        assert_eq!((&d["failed"], &m["failed"]), (&json!(1), &json!(1)));
+        assert_eq!(d["results"][1]["content"], "ok\n");
+        assert_redacted(entry_error(&d, 0), denied, entry_error(&m, 0), missing);
     }
+    // every entry failed: the first entry's code, each entry's error listed
+    let (c, m) = j
+        .call(ID, json!({"paths": ["nope/a", "denied/x"]}))
+        .await
+        .unwrap_err();
+    assert_eq!(c, "C211", "{m}");
+    assert!(
+        m.contains("every entry of the batch failed (2 of 2), nothing was read"),
+        "{m}"
+    );
+    assert!(
+        m.contains("nope/a: C211 ") && m.contains("denied/x: C211 "),
+        "{m}"
+    );
 }
 
 #[tokio::test]
@@ -354,15 +383,23 @@ async fn fifos_and_devices_are_refused_without_blocking() {
         let (c, m) = j.call(ID, payload).await.unwrap_err();
         assert_eq!(c, "C212", "{m}");
     }
-    let (c, _) = j
+    let (c, m) = j
         .call(
             "coder::update-file",
             json!({"files": [{"path": "pipe", "ops": [{"op": "remove", "from_line": 1, "to_line": 1}]}]}),
         )
         .await
-        .map(|v| (v["results"][0]["error"]["code"].as_str().unwrap().to_string(), String::new()))
+        .unwrap_err();
+    assert_eq!(c, "C212", "{m}");
+    // in a batch of reads, the FIFO is its entry's error
+    j.write("plain", "p\n");
+    let v = j
+        .call(ID, json!({"paths": ["pipe", "plain"]}))
+        .await
         .unwrap();
-    assert_eq!(c, "C212");
+    assert_eq!(v["failed"], 1, "{v}");
+    assert_eq!(v["results"][0]["error"]["code"], "C212");
+    assert_eq!(v["results"][1]["content"], "p\n");
     let (c, _) = j
         .call("shell::fs::read", json!({"path": "pipe"}))
         .await

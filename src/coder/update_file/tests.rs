@@ -4,12 +4,23 @@ use std::os::unix::fs::PermissionsExt;
 
 const ID: &str = "coder::update-file";
 
+/// The entry of a one-file edit that was answered (`failed` says whether
+/// the entry failed: a batch of one whose entry failed fails the call).
 async fn edit(j: &Jail, path: &str, ops: Value) -> Value {
     let v = j
         .call(ID, json!({"files": [{"path": path, "ops": ops}]}))
         .await
         .unwrap();
+    assert_eq!(v["failed"], 0, "{v}");
     v["results"][0].clone()
+}
+
+/// The `(code, message)` a one-file edit fails with: the call's own error,
+/// the only entry's.
+async fn edit_err(j: &Jail, path: &str, ops: Value) -> (String, String) {
+    j.call(ID, json!({"files": [{"path": path, "ops": ops}]}))
+        .await
+        .unwrap_err()
 }
 
 #[tokio::test]
@@ -46,9 +57,8 @@ async fn overlapping_or_out_of_range_ops_write_nothing() {
         json!([{"op": "remove", "from_line": 3, "to_line": 9}]),
         json!([{"op": "insert", "at_line": 0, "content": "x"}]),
     ] {
-        let r = edit(&j, "f", ops).await;
-        assert_eq!(r["error"]["code"], "C210", "{r}");
-        assert_eq!(r["echoes"], json!([]));
+        let (c, m) = edit_err(&j, "f", ops).await;
+        assert_eq!(c, "C210", "{m}");
     }
     assert_eq!(j.read("f"), b"a\nb\nc\n");
 }
@@ -75,27 +85,22 @@ async fn replace_ops_expand_captures_and_echo_sites() {
 async fn expect_matches_mismatch_and_bad_references_write_nothing() {
     let j = Jail::new();
     j.write("f", "x x\n");
-    let r = edit(
+    let (c, m) = edit_err(
         &j,
         "f",
         json!([{"op": "replace", "pattern": "x", "replacement": "y", "expect_matches": 1}]),
     )
     .await;
-    assert_eq!(r["error"]["code"], "C210");
-    assert!(
-        r["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("matched 2")
-    );
+    assert_eq!(c, "C210");
+    assert!(m.contains("matched 2"), "{m}");
     // a bad reference is refused even though the pattern matches nothing
-    let r = edit(
+    let (c, m) = edit_err(
         &j,
         "f",
         json!([{"op": "replace", "pattern": "(zzz)", "replacement": "$1a"}]),
     )
     .await;
-    assert_eq!(r["error"]["code"], "C210");
+    assert_eq!(c, "C210", "{m}");
     // expect_matches: 0 asserts absence
     let r = edit(
         &j,
@@ -183,7 +188,7 @@ async fn edit_ops_apply_in_order_all_or_none() {
     .await;
     assert_eq!(r["success"], true, "{r}");
     assert_eq!(j.read("f.rs"), b"fn a3() {}\nfn b() {}\n");
-    let r = edit(
+    let (c, m) = edit_err(
         &j,
         "f.rs",
         json!([
@@ -192,8 +197,8 @@ async fn edit_ops_apply_in_order_all_or_none() {
         ]),
     )
     .await;
-    assert_eq!(r["error"]["code"], "C210");
-    assert!(r["error"]["message"].as_str().unwrap().contains("ops[1]"));
+    assert_eq!(c, "C210");
+    assert!(m.contains("ops[1]"), "{m}");
     assert_eq!(j.read("f.rs"), b"fn a3() {}\nfn b() {}\n");
 }
 
@@ -240,14 +245,13 @@ async fn appending_to_a_file_without_final_newline() {
 async fn non_utf8_files_are_refused_not_corrupted() {
     let j = Jail::new();
     j.write("bin", b"ok\n\xff\xfe\n");
-    let r = edit(
+    let (c, m) = edit_err(
         &j,
         "bin",
         json!([{"op": "remove", "from_line": 1, "to_line": 1}]),
     )
     .await;
-    assert_eq!(r["error"]["code"], "C210");
-    let m = r["error"]["message"].as_str().unwrap();
+    assert_eq!(c, "C210");
     assert!(
         m.contains("offset 3") && m.contains("shell::fs::write"),
         "{m}"
@@ -260,11 +264,13 @@ async fn stale_revision_is_c221_and_fresh_revision_chains() {
     let j = Jail::new();
     j.write("f", "v1\n");
     let stale = crate::coder::revision_of(b"v0\n");
-    let v = j
+    let (c, m) = j
         .call(ID, json!({"files": [{"path": "f", "expected_revision": stale, "ops": [{"op": "edit", "old_text": "v1", "new_text": "v2"}]}]}))
         .await
-        .unwrap();
-    assert_eq!(v["results"][0]["error"]["code"], "C221");
+        .unwrap_err();
+    assert_eq!(c, "C221", "{m}");
+    assert!(m.contains("nothing was written"), "{m}");
+    assert_eq!(j.read("f"), b"v1\n");
     let fresh = crate::coder::revision_of(b"v1\n");
     let v = j
         .call(ID, json!({"files": [{"path": "f", "expected_revision": fresh, "ops": [{"op": "edit", "old_text": "v1", "new_text": "v2"}]}]}))
@@ -293,8 +299,30 @@ async fn a_failing_file_does_not_stop_the_others() {
         )
         .await
         .unwrap();
+    assert_eq!(v["failed"], 1, "{v}");
     assert_eq!(v["results"][0]["error"]["code"], "C211");
     assert_eq!(v["results"][1]["success"], true);
+    assert_eq!(j.read("good"), b"b\n");
+    // when every file fails, the call fails: the first entry's code, and
+    // each entry's path and error in the message
+    let stale = crate::coder::revision_of(b"a\n");
+    let (c, m) = j
+        .call(
+            ID,
+            json!({"files": [
+                {"path": "missing", "ops": [{"op": "remove", "from_line": 1, "to_line": 1}]},
+                {"path": "good", "expected_revision": stale, "ops": [{"op": "update_lines", "from_line": 1, "to_line": 1, "content": "c"}]}
+            ]}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(c, "C211", "{m}");
+    assert!(
+        m.contains("every entry of the batch failed (2 of 2), nothing was changed"),
+        "{m}"
+    );
+    assert!(m.contains("missing: C211 path not found"), "{m}");
+    assert!(m.contains("good: C221 \"good\" changed since"), "{m}");
     assert_eq!(j.read("good"), b"b\n");
 }
 
@@ -335,18 +363,34 @@ async fn denied_path_reads_exactly_like_a_missing_one() {
     j.write(".env", "A=1\n");
     j.write("denied/x", "x\n");
     let ops = json!([{"op": "remove", "from_line": 1, "to_line": 1}]);
+    j.write("ok", "x\n");
+    // an entry that works and changes nothing
+    let ok =
+        json!({"path": "ok", "ops": [{"op": "replace", "pattern": "nomatch", "replacement": ""}]});
     for (denied, missing) in [(".env", "nope/.env"), ("denied/x", "nope")] {
+        // alone in its batch: the call fails with the entry's error
         let d = j
             .call(ID, json!({"files": [{"path": denied, "ops": ops}]}))
+            .await;
+        let m = j
+            .call(ID, json!({"files": [{"path": missing, "ops": ops}]}))
+            .await;
+        assert_eq!(d.as_ref().unwrap_err().0, "C211", "{d:?}");
+        assert_redacted(d, denied, m, missing);
+        // beside an entry that works: the entry's error, just the same
+        let d = j
+            .call(ID, json!({"files": [{"path": denied, "ops": ops}, ok]}))
             .await
             .unwrap();
         let m = j
-            .call(ID, json!({"files": [{"path": missing, "ops": ops}]}))
+            .call(ID, json!({"files": [{"path": missing, "ops": ops}, ok]}))
             .await
             .unwrap();
-        assert_redacted(entry_error(d), denied, entry_error(m), missing);
+        assert_eq!((&d["failed"], &m["failed"]), (&json!(1), &json!(1)));
+        assert_redacted(entry_error(&d, 0), denied, entry_error(&m, 0), missing);
     }
     assert_eq!(j.read(".env"), b"A=1\n");
+    assert_eq!(j.read("denied/x"), b"x\n");
 }
 
 #[tokio::test]
