@@ -380,7 +380,16 @@ pub async fn sed(ctx: Ctx, req: SedRequest) -> Result<SedResponse, Failure> {
             }
             None => payload["files"] = req.files.clone().into(),
         }
-        return super::forward(&ctx, "sandbox::fs::sed", payload).await;
+        let mut answer: SedResponse = super::forward(&ctx, "sandbox::fs::sed", payload).await?;
+        // the sandbox's entries count and fail the same way as the host's
+        answer.failed = crate::batch::settle_texts(
+            answer
+                .results
+                .iter()
+                .map(|r| (r.path.as_str(), r.error.as_deref())),
+            "was changed",
+        )?;
+        return Ok(answer);
     }
     // The filter, as the caller spelt `path`, and the walked root: for the
     // note of include globs that matched nothing.
@@ -756,6 +765,35 @@ mod tests {
                 assert_eq!(error_of(&r, &d), want);
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_sandbox_answer_counts_and_fails_like_the_host() {
+        let k = Kit::jailed();
+        let entry = |path: &str, error: Option<&str>| {
+            json!({"path": path, "replacements": if error.is_none() { 1 } else { 0 },
+                   "success": error.is_none(), "error": error})
+        };
+        k.sandbox_answers(
+            "sandbox::fs::sed",
+            Ok(
+                json!({"results": [entry("/a", None), entry("/b", Some("S211: /b: not found"))],
+                      "total_replacements": 1}),
+            ),
+        );
+        let r = k
+            .ok("shell::fs::sed", json!({"files": ["/a", "/b"], "pattern": "x", "replacement": "y", "target": sandbox_target()}))
+            .await;
+        assert_eq!(r["failed"], 1, "{r}");
+        k.sandbox_answers(
+            "sandbox::fs::sed",
+            Ok(json!({"results": [entry("/b", Some("S211: /b: not found"))], "total_replacements": 0})),
+        );
+        let e = k
+            .err("shell::fs::sed", json!({"files": ["/b"], "pattern": "x", "replacement": "y", "target": sandbox_target()}))
+            .await;
+        assert_eq!(e.code, "S211", "{e:?}");
+        assert_eq!(e.message, "/b: not found");
     }
 
     #[tokio::test]
