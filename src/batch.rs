@@ -1,7 +1,7 @@
 //! Batch answers that say failure at the top.
 //!
 //! A batch function (`coder::create-file`, `update-file`, `delete-file`,
-//! `move-file`, `read-file` with `paths[]`, `shell::fs::sed`) answers one
+//! `move`, `read-file` with `paths[]`, `shell::fs::sed`) answers one
 //! entry per file, each with its own `success` and error. An answer whose
 //! entries failed must not read as a success to a caller that looks only at
 //! the top (an MCP client shows `isError: false`, an agent skims): the

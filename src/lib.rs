@@ -44,6 +44,7 @@ pub mod function;
 pub mod index;
 pub mod jail;
 pub mod journal;
+pub mod mcp;
 pub mod policy;
 pub mod ports;
 pub mod pty;

@@ -51,6 +51,20 @@ enum Command {
         /// JSON payload, or `-` to read it from stdin (default `{}`)
         payload: Option<String>,
     },
+    /// Serve the agent functions as an MCP server on stdin/stdout (no engine needed): one
+    /// tool per function, under --config's policy (see README, "Agents (MCP)").
+    Mcp {
+        /// Serve only the tools that change nothing (reads, searches, listings).
+        #[arg(long)]
+        read_only: bool,
+        /// Serve only these tools (function ids or tool names, comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        tools: Vec<String>,
+        /// Declare each tool's output schema (the function's response schema; the tool list
+        /// grows about threefold).
+        #[arg(long)]
+        output_schemas: bool,
+    },
     /// Print the function catalog exactly as registered with the engine (JSON, with every
     /// schema); `--brief` lists each id with what it does and its required parameters; an id
     /// prints that function's description and request schema (`--response`: and its answer's).
@@ -165,6 +179,49 @@ fn main() -> ExitCode {
             function_id,
             payload,
         }) => rt.block_on(call(&cli.config, &function_id, payload.as_deref())),
+        Some(Command::Mcp {
+            read_only,
+            tools,
+            output_schemas,
+        }) => {
+            let options = ide::mcp::Options {
+                read_only,
+                tools,
+                output_schemas,
+            };
+            rt.block_on(mcp(&cli.config, options))
+        }
+    }
+}
+
+/// `ide mcp`: serve MCP on stdio until the client closes stdin or the
+/// process is signalled; exit 2 when the configuration cannot be enforced
+/// or the tool selection names no tool.
+async fn mcp(config: &Path, options: ide::mcp::Options) -> ExitCode {
+    // commands' orphans are re-parented to the server, found and killed
+    ide::exec::tree::init();
+    let runtime = match load_seed(config).and_then(Runtime::build) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let services = Services::standalone(runtime);
+    match ide::mcp::serve(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        services,
+        &options,
+        shutdown_signal(),
+    )
+    .await
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
     }
 }
 

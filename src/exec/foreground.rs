@@ -176,6 +176,7 @@ pub async fn exec(ctx: Ctx, req: ExecRequest) -> Result<ExecResponse, Failure> {
     };
     let outputs = Outputs::new(shape);
     let proc = process::spawn(&spec, jobs.live(), outputs.clone())?;
+    let abandoned = EndIfAbandoned(Some(proc.clone()));
     let deadline = Duration::from_millis(deadline_ms).saturating_sub(started.at.elapsed());
     let (exit, timed_out, job_id) = match tokio::time::timeout(deadline, proc.wait()).await {
         Ok(exit) => (Some(exit), false, None),
@@ -195,6 +196,7 @@ pub async fn exec(ctx: Ctx, req: ExecRequest) -> Result<ExecResponse, Failure> {
             }
         }
     };
+    abandoned.disarm();
     let stdout = outputs.stdout.view(req.keep, limit);
     let stderr = outputs.stderr.view(req.keep, limit);
     Ok(ExecResponse {
@@ -210,6 +212,38 @@ pub async fn exec(ctx: Ctx, req: ExecRequest) -> Result<ExecResponse, Failure> {
         note,
         job_id,
     })
+}
+
+/// Ends a foreground command whose call was dropped before it answered (an
+/// MCP client's cancellation, a caller that went away): nothing ide starts
+/// outlives a call nobody waits for any more. Disarmed once the call has
+/// its answer (the command exited, was killed at its deadline, or became a
+/// background job).
+struct EndIfAbandoned(Option<Arc<process::Process>>);
+
+impl EndIfAbandoned {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for EndIfAbandoned {
+    fn drop(&mut self) {
+        let Some(proc) = self.0.take() else { return };
+        let pid = proc.pid();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                tracing::debug!(pid, "a command's call was dropped: ending it");
+                rt.spawn(async move {
+                    proc.terminate(KILL_GRACE).await;
+                });
+            }
+            Err(_) => tracing::warn!(
+                pid,
+                "a command's call was dropped outside the runtime; it is ended at shutdown"
+            ),
+        }
+    }
 }
 
 /// Turn a running foreground command into a background job. `None` when no
