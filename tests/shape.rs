@@ -18,8 +18,12 @@ use std::path::{Path, PathBuf};
 /// longest module prefix listed; it may import its own layer and those
 /// below. Within a layer, the circle check keeps siblings honest.
 const LAYERS: &[(&str, &[&str])] = &[
-    // Plain values: the one error enum, byte streams, the config schema.
-    ("foundation", &["error", "stream", "config"]),
+    // Plain values: the one error enum, byte streams, the config schema,
+    // the registered schemas' dialect, batch answers' failure at the top.
+    (
+        "foundation",
+        &["error", "stream", "config", "schema", "batch"],
+    ),
     // The handle layer: every filesystem operation, atomic replacement,
     // and what a write tells its recorder.
     ("handles", &["jail"]),
@@ -83,8 +87,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     // The one table of every function.
     ("catalog", &["catalog"]),
-    // The engine connection, the only code that knows iii.
-    ("transport", &["bus"]),
+    // The ways in: the engine connection (the only code that knows iii)
+    // and MCP on stdio (`ide mcp`).
+    ("transport", &["bus", "mcp"]),
 ];
 
 /// Files that may keep process-wide mutable state, and why it is per
@@ -97,6 +102,10 @@ const PROCESS_STATE: &[(&str, &str)] = &[
     (
         "exec/process.rs",
         "a probe of what this kernel supports, taken once",
+    ),
+    (
+        "exec/signals.rs",
+        "signal dispositions are the process's: the inherited ignored ones are turned into caught ones once",
     ),
     (
         "jail/beside.rs",
