@@ -18,17 +18,17 @@ fn alive(pid: i64) -> bool {
     // a zombie is not running
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|s| {
-            s.rsplit_once(") ")
-                .map(|(_, rest)| !rest.starts_with('Z'))
-        })
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
         .unwrap_or(false)
 }
 
 fn wait_gone(pids: &[i64], what: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while pids.iter().any(|p| alive(*p)) {
-        assert!(Instant::now() < deadline, "{what} {pids:?} outlived the MCP server");
+        assert!(
+            Instant::now() < deadline,
+            "{what} {pids:?} outlived the MCP server"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -94,7 +94,10 @@ fn the_python_mcp_client_uses_ide_mcp_end_to_end() {
         .map(|t| t.as_str().unwrap())
         .collect();
     let catalog = ide::catalog::Catalog::standard();
-    for d in catalog.agent_functions().filter(|d| d.id != "shell::fs::read") {
+    for d in catalog
+        .agent_functions()
+        .filter(|d| d.id != "shell::fs::read")
+    {
         assert!(
             tools.contains(&ide::mcp::tool_name(d.id).as_str()),
             "{} is not a tool",
@@ -118,7 +121,10 @@ fn the_python_mcp_client_uses_ide_mcp_end_to_end() {
     assert_eq!(cancelled.len(), 2, "{report}");
     wait_gone(&cancelled, "the cancelled command's processes");
     // the client left with a terminal and a job running: both are gone
-    wait_gone(&[report["left_pid"].as_i64().unwrap()], "the terminal's shell");
+    wait_gone(
+        &[report["left_pid"].as_i64().unwrap()],
+        "the terminal's shell",
+    );
     let leftovers = Command::new("pgrep")
         .args(["-f", "^sleep 300$"])
         .output()
@@ -146,4 +152,56 @@ fn the_python_mcp_client_uses_ide_mcp_end_to_end() {
         .filter(|n| !["root", "state", "config.yaml"].contains(&n.as_str()))
         .collect();
     assert!(stray.is_empty(), "left in the test's directory: {stray:?}");
+}
+
+/// A second client, the Node MCP SDK (`tests/clients`, pinned), lists the
+/// tools and uses the read and edit tools.
+#[test]
+fn the_node_mcp_client_lists_reads_and_edits() {
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    assert!(
+        clients
+            .join("node_modules/@modelcontextprotocol/sdk")
+            .is_dir(),
+        "the Node MCP client is missing: (cd tests/clients && npm ci)"
+    );
+    let dir = tempfile::TempDir::new().unwrap();
+    let root = dir.path().canonicalize().unwrap().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "fs:\n  allow_unjailed: false\n  host_roots: [{}]\nturns:\n  data_dir: {}\n",
+            root.display(),
+            dir.path().join("state").display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new("node")
+        .arg(clients.join("mcp_client.mjs"))
+        .arg(env!("CARGO_BIN_EXE_ide"))
+        .arg(&config)
+        .arg(&root)
+        .env("HOME", dir.path())
+        .output()
+        .expect("node runs (the MCP e2e test needs it)");
+    assert!(
+        out.status.success(),
+        "the Node MCP client failed:\n{}",
+        support::output_text(&out)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no report ({e}):\n{}", support::output_text(&out)));
+    let tools = ide::catalog::Catalog::standard().agent_functions().count() - 1;
+    assert_eq!(report["tools"], tools);
+    assert_eq!(report["content"], "1→alpha\n2→gamma\n");
+    assert_eq!(report["stale"], "C221:");
+    assert_eq!(report["stale_is_error"], true);
+    assert_eq!(report["found"], 1);
+    assert_eq!(
+        std::fs::read_to_string(root.join("n.txt")).unwrap(),
+        "alpha\ngamma\n"
+    );
 }
