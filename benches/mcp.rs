@@ -49,7 +49,7 @@ fn through_mcp(config: &str, n: usize) -> Vec<Duration> {
         .expect("ide mcp");
     let mut to = child.stdin.take().unwrap();
     let mut from = BufReader::new(child.stdout.take().unwrap());
-    let mut ask = |id: u64, method: &str, params: Value| -> Value {
+    let mut ask = move |id: u64, method: &str, params: Value| -> Value {
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         writeln!(to, "{line}").unwrap();
         to.flush().unwrap();
@@ -80,8 +80,8 @@ fn through_mcp(config: &str, n: usize) -> Vec<Duration> {
         lat.push(t.elapsed());
         assert_eq!(r["result"]["isError"], false, "{r}");
     }
+    // closing stdin ends the server
     drop(ask);
-    drop(to);
     child.wait().unwrap();
     lat
 }
