@@ -1,6 +1,6 @@
 //! The `ide` command line: serve (default), `call`, `functions`.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use ide::catalog::Catalog;
 use ide::config::{BUILTIN_DEFAULT_YAML, Config};
 use ide::runtime::Runtime;
@@ -64,6 +64,9 @@ enum Command {
         /// grows about threefold).
         #[arg(long)]
         output_schemas: bool,
+        /// With --url: the namespace of the ide worker to call (a host on a shared engine).
+        #[arg(long)]
+        namespace: Option<String>,
     },
     /// Print the function catalog exactly as registered with the engine (JSON, with every
     /// schema); `--brief` lists each id with what it does and its required parameters; an id
@@ -129,7 +132,15 @@ fn limit_malloc_arenas() {
 
 fn main() -> ExitCode {
     limit_malloc_arenas();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    // `ide mcp` goes through an engine only when --url is on its command
+    // line: an III_URL in the environment of an agent's host is not a
+    // request to leave this machine.
+    let url_given = matches.value_source("url") == Some(clap::parser::ValueSource::CommandLine);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     init_logging();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -183,13 +194,21 @@ fn main() -> ExitCode {
             read_only,
             tools,
             output_schemas,
+            namespace,
         }) => {
             let options = ide::mcp::Options {
                 read_only,
                 tools,
                 output_schemas,
             };
-            rt.block_on(mcp(&cli.config, options))
+            if url_given {
+                rt.block_on(mcp_through_engine(&cli.url, namespace, options))
+            } else if namespace.is_some() {
+                eprintln!("--namespace names a host on an engine: give the engine with --url");
+                ExitCode::from(2)
+            } else {
+                rt.block_on(mcp(&cli.config, options))
+            }
         }
     }
 }
@@ -208,11 +227,60 @@ async fn mcp(config: &Path, options: ide::mcp::Options) -> ExitCode {
         }
     };
     let services = Services::standalone(runtime);
+    let backend = std::sync::Arc::new(ide::mcp::InProcess(services));
+    serve_mcp(backend, &options).await
+}
+
+/// `ide mcp --url`: the same tools, each call answered by the ide worker on
+/// the engine at `url` (in `namespace`).
+async fn mcp_through_engine(
+    url: &str,
+    namespace: Option<String>,
+    options: ide::mcp::Options,
+) -> ExitCode {
+    let client = iii_sdk::register_worker(
+        url,
+        iii_sdk::InitOptions {
+            metadata: Some(iii_sdk::runtime::WorkerMetadata {
+                name: format!("ide-mcp-{}", std::process::id()),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                description: Some("ide's MCP server, calling an ide worker".into()),
+                ..Default::default()
+            }),
+            // exports as the worker does: only with OTEL_ENABLED
+            otel: Some(ide::bus::telemetry::config().0),
+            ..iii_sdk::InitOptions::default()
+        },
+    );
+    if let Err(e) = client
+        .wait_until_registered(std::time::Duration::from_secs(10))
+        .await
+    {
+        eprintln!(
+            "cannot reach the engine at {url}: {e}; start it, or drop --url to serve this machine"
+        );
+        client.shutdown_async().await;
+        return ExitCode::from(2);
+    }
+    let backend = std::sync::Arc::new(ide::mcp::ThroughEngine {
+        client,
+        namespace,
+        // beyond shell::exec's longest deadline (max_timeout_ms, 120 s by
+        // default), so ide's own answer wins
+        timeout: std::time::Duration::from_secs(15 * 60),
+    });
+    serve_mcp(backend, &options).await
+}
+
+async fn serve_mcp(
+    backend: std::sync::Arc<dyn ide::mcp::Backend>,
+    options: &ide::mcp::Options,
+) -> ExitCode {
     match ide::mcp::serve(
         tokio::io::stdin(),
         tokio::io::stdout(),
-        services,
-        &options,
+        backend,
+        options,
         shutdown_signal(),
     )
     .await

@@ -33,6 +33,12 @@
 //!   long as the server. When the client closes stdin (or the process is
 //!   signalled), calls in flight are dropped and [`Services::shutdown`]
 //!   kills every process tree ide started.
+//! - **Through an engine** (`ide mcp --url`, [`ThroughEngine`]): the same
+//!   tools, each call invoked on the bus and answered by the ide worker
+//!   serving there (in a chosen namespace: another host's files). There,
+//!   what a call starts belongs to that worker: a cancelled call stops
+//!   waiting, but the worker finishes it (the engine carries no
+//!   cancellation); `shell::exec`'s own deadline still bounds it.
 
 use crate::catalog::Catalog;
 use crate::function::{Ctx, FunctionDef};
@@ -254,9 +260,83 @@ fn rpc_error(code: i64, message: impl Into<String>) -> Value {
     json!({"code": code, "message": message.into()})
 }
 
+/// Where a tool call runs.
+#[async_trait::async_trait]
+pub trait Backend: Send + Sync + 'static {
+    /// Run `def` with `arguments`.
+    async fn call(
+        &self,
+        def: &FunctionDef,
+        arguments: Value,
+    ) -> Result<Value, crate::error::WireError>;
+    /// The client is gone: end what the calls started.
+    async fn shutdown(&self);
+}
+
+/// In this process, over the worker's own services (`ide mcp`).
+pub struct InProcess(pub Arc<Services>);
+
+#[async_trait::async_trait]
+impl Backend for InProcess {
+    async fn call(
+        &self,
+        def: &FunctionDef,
+        arguments: Value,
+    ) -> Result<Value, crate::error::WireError> {
+        (def.handler)(Ctx::new(self.0.clone()), arguments).await
+    }
+
+    async fn shutdown(&self) {
+        self.0.shutdown().await;
+    }
+}
+
+/// Through an engine, to the ide worker serving there (`ide mcp --url`):
+/// each call is invoked on the bus, in `namespace` when one is given (the
+/// host whose files the agent works on).
+pub struct ThroughEngine {
+    pub client: iii_sdk::IIIClient,
+    pub namespace: Option<String>,
+    /// How long a call may take before the engine gives up on it.
+    pub timeout: Duration,
+}
+
+#[async_trait::async_trait]
+impl Backend for ThroughEngine {
+    async fn call(
+        &self,
+        def: &FunctionDef,
+        arguments: Value,
+    ) -> Result<Value, crate::error::WireError> {
+        let mut request = iii_sdk::protocol::TriggerRequest::new(def.id, arguments);
+        request.timeout_ms = Some(self.timeout.as_millis() as u64);
+        let mut request = iii_sdk::protocol::TriggerRequestWithMetadata::from(request);
+        if let Some(ns) = &self.namespace {
+            request = request.namespace(ns.clone());
+        }
+        self.client.trigger(request).await.map_err(|e| match e {
+            iii_sdk::Error::Remote { code, message, .. } => {
+                crate::error::WireError { code, message }
+            }
+            other => crate::error::WireError {
+                code: "engine_error".into(),
+                message: format!(
+                    "{} did not answer through the engine: {other}; check that the ide worker \
+                     is connected (iii trigger engine::functions::list) and retry",
+                    def.id
+                ),
+            },
+        })
+    }
+
+    async fn shutdown(&self) {
+        self.client.shutdown_async().await;
+    }
+}
+
 /// The server's state shared by its tasks.
 struct Server {
-    services: Arc<Services>,
+    backend: Arc<dyn Backend>,
     tools: HashMap<String, Tool>,
     list: Value,
     out: mpsc::UnboundedSender<Value>,
@@ -380,8 +460,8 @@ impl Server {
         let me = self.clone();
         let task_key = key.clone();
         let task = tokio::spawn(async move {
-            let ctx = Ctx::new(me.services.clone());
-            let run = (def.handler)(ctx, arguments);
+            let backend = me.backend.clone();
+            let run = backend.call(&def, arguments);
             let answer = match progress {
                 None => run.await,
                 Some(token) => me.with_progress(run, token).await,
@@ -450,12 +530,12 @@ are 1-based, pass a read's revision as expected_revision to edit safely). Errors
 `CODE: message`; the message names the next call that works.";
 
 /// Serve MCP on `input`/`output` until the client closes `input` or
-/// `stop` resolves; then drop the calls in flight and shut the services
-/// down (every process ide started is killed).
+/// `stop` resolves; then drop the calls in flight and shut the backend
+/// down (in process: every process ide started is killed).
 pub async fn serve<R, W>(
     input: R,
     output: W,
-    services: Arc<Services>,
+    backend: Arc<dyn Backend>,
     options: &Options,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), String>
@@ -481,7 +561,7 @@ where
         }
     });
     let server = Arc::new(Server {
-        services: services.clone(),
+        backend: backend.clone(),
         tools,
         list,
         out: tx,
@@ -538,7 +618,7 @@ where
     for h in in_flight {
         h.abort();
     }
-    services.shutdown().await;
+    backend.shutdown().await;
     drop(server);
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     Ok(())

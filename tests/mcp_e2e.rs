@@ -205,3 +205,122 @@ fn the_node_mcp_client_lists_reads_and_edits() {
         "alpha\ngamma\n"
     );
 }
+
+/// `ide mcp --url`: the same tools, each call answered by the ide worker
+/// serving on the engine (the stand-in, or a real one with
+/// `IDE_TEST_ENGINE`) — files the MCP server's own machine never touches.
+#[tokio::test]
+async fn through_an_engine_the_tools_reach_the_served_worker() {
+    use support::harness::Engine;
+    use support::ide_process::IdeProcess;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let engine = Engine::start().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let root = dir.path().canonicalize().unwrap().join("served");
+    std::fs::create_dir_all(root.join("denied")).unwrap();
+    std::fs::write(root.join("denied/secret.txt"), "s").unwrap();
+    let seed = dir.path().join("seed.yaml");
+    std::fs::write(
+        &seed,
+        format!(
+            "fs:\n  allow_unjailed: false\n  host_roots: [{r}]\n  denylist_paths: [{r}/denied]\n",
+            r = root.display()
+        ),
+    )
+    .unwrap();
+    let served = IdeProcess::spawn(
+        &["--url", &engine.url(), "--config", seed.to_str().unwrap()],
+        &[],
+    );
+    assert!(
+        engine.wait_for_ide(Duration::from_secs(30)).await,
+        "ide did not register:\n{}",
+        served.logs()
+    );
+    let mut mcp = tokio::process::Command::new(env!("CARGO_BIN_EXE_ide"))
+        .args(["--url", &engine.url(), "mcp"])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut to = mcp.stdin.take().unwrap();
+    let mut from = BufReader::new(mcp.stdout.take().unwrap()).lines();
+    let mut next = 0;
+    let mut ask = async |method: &str, params: Value| -> Value {
+        next += 1;
+        let line =
+            serde_json::json!({"jsonrpc": "2.0", "id": next, "method": method, "params": params});
+        to.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        loop {
+            let text = tokio::time::timeout(Duration::from_secs(60), from.next_line())
+                .await
+                .expect("ide mcp answers")
+                .unwrap()
+                .expect("ide mcp is running");
+            let m: Value = serde_json::from_str(&text).unwrap();
+            if m["id"] == next {
+                return m;
+            }
+        }
+    };
+    let init = ask(
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}}),
+    )
+    .await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "ide");
+    let made = ask(
+        "tools/call",
+        serde_json::json!({"name": "coder_create-file", "arguments":
+            {"files": [{"path": "remote.txt", "content": "over the bus\n"}]}}),
+    )
+    .await;
+    assert_eq!(made["result"]["isError"], false, "{made}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("remote.txt")).unwrap(),
+        "over the bus\n"
+    );
+    let info = ask(
+        "tools/call",
+        serde_json::json!({"name": "coder_info", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(
+        info["result"]["structuredContent"]["primary_root"],
+        root.display().to_string()
+    );
+    let denied = ask(
+        "tools/call",
+        serde_json::json!({"name": "coder_read-file", "arguments": {"path": "denied/secret.txt"}}),
+    )
+    .await;
+    let missing = ask(
+        "tools/call",
+        serde_json::json!({"name": "coder_read-file", "arguments": {"path": "denied/absent.txt"}}),
+    )
+    .await;
+    assert_eq!(denied["result"]["isError"], true);
+    let text = |m: &Value| {
+        m["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(text(&denied).starts_with("C211: "), "{denied}");
+    assert_eq!(
+        text(&denied).replace("secret.txt", "<P>"),
+        text(&missing).replace("absent.txt", "<P>")
+    );
+    // closing its stdin is the client going away
+    drop(to);
+    let status = tokio::time::timeout(Duration::from_secs(30), mcp.wait())
+        .await
+        .expect("ide mcp ends when its client goes")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    drop(served);
+    engine.stop().await;
+}

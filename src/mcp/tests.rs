@@ -14,12 +14,12 @@ impl Client {
     fn start(jail: &Jail, options: Options) -> Client {
         let (to, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, from) = tokio::io::duplex(1 << 20);
-        let services = jail.services.clone();
+        let backend: Arc<dyn Backend> = Arc::new(InProcess(jail.services.clone()));
         let server = tokio::spawn(async move {
             serve(
                 server_in,
                 server_out,
-                services,
+                backend,
                 &options,
                 std::future::pending(),
             )
