@@ -216,6 +216,22 @@ where
     }
 }
 
+/// A payload as a function sees it: an object without the engine's `_`
+/// sidecar fields (`_caller_worker_id`), `null` as `{}`; anything else as
+/// sent. What the request schema describes.
+pub fn as_seen(payload: &Value) -> Value {
+    match payload {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !k.starts_with('_'))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        Value::Null => Value::Object(Map::new()),
+        other => other.clone(),
+    }
+}
+
 fn declared_properties(schema: &Value) -> Option<Vec<String>> {
     schema
         .get("properties")

@@ -305,16 +305,7 @@ pub fn check_against_schemas(
     let Ok(answer) = answer else { return };
     let compiled = validators(def);
     let (request, response) = (&compiled.0, &compiled.1);
-    let payload = match payload {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !k.starts_with('_'))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        Value::Null => Value::Object(Default::default()),
-        other => other.clone(),
-    };
+    let payload = crate::function::as_seen(payload);
     for (side, validator, value) in [("request", request, &payload), ("answer", response, answer)] {
         let errors: Vec<String> = validator
             .iter_errors(value)

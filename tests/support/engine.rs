@@ -497,16 +497,7 @@ impl FormatChecks {
 /// engine's `_` sidecar fields dropped, as functions drop them) against the
 /// request format, the result against the response format.
 fn schema_violation(checks: &FormatChecks, request: &Value, result: &Value) -> Option<String> {
-    let request = match request {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !k.starts_with('_'))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        Value::Null => Value::Object(Default::default()),
-        other => other.clone(),
-    };
+    let request = ide::function::as_seen(request);
     for (side, check, value) in [
         ("request", &checks.request, &request),
         ("answer", &checks.response, result),
