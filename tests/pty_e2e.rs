@@ -471,8 +471,114 @@ async fn an_agent_drives_a_prompt_through_the_engine() {
             json!({"session_id": id, "access_key": key}),
         )
         .await;
-    assert_eq!(stopped, json!({"stopped": true}));
+    assert_eq!(stopped["stopped"], true, "{stopped}");
+    assert!(stopped["status"]["exited"].is_object(), "{stopped}");
     let list = w.ok("shell::pty::sessions", json!({})).await;
     assert!(!list.to_string().contains(id.as_str().unwrap()), "{list}");
+    // a second stop says it is over, with how it ended
+    let again = w
+        .ok(
+            "shell::pty::stop",
+            json!({"session_id": id, "access_key": key}),
+        )
+        .await;
+    assert_eq!(again["stopped"], false, "{again}");
+    assert_eq!(again["status"], stopped["status"], "{again}");
+    w.stop().await;
+}
+
+/// The agent round's terminal steps, one call each, through the real
+/// binary: a REPL reaches its prompt in the start call, a pager is paged
+/// with one send per key answering the screen, and a program that exited
+/// is stopped with its exit code.
+#[tokio::test]
+async fn an_agent_takes_one_call_per_terminal_step() {
+    let w = start().await;
+    // a REPL, started and at its prompt in one call
+    let o = w
+        .ok(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "python3", "args": ["-q"],
+                   "wait_ms": 20000, "until": ">>> $"}),
+        )
+        .await;
+    assert_eq!(o["output"]["matched"], true, "{o}");
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    let r = w
+        .ok(
+            "shell::pty::send",
+            json!({"session_id": id, "access_key": key, "text": "6 * 7", "keys": ["enter"],
+                   "wait_ms": 20000, "until": "42\\n>>> $"}),
+        )
+        .await;
+    assert_eq!(r["output"]["matched"], true, "{r}");
+    assert!(!r["output"]["text"].as_str().unwrap().contains('\r'), "{r}");
+    let r = w
+        .ok(
+            "shell::pty::send",
+            json!({"session_id": id, "access_key": key, "text": "exit(4)", "keys": ["enter"],
+                   "wait_ms": 20000, "until": "never printed"}),
+        )
+        .await;
+    assert!(r["output"]["status"]["exited"].is_object(), "{r}");
+    let r = w
+        .ok(
+            "shell::pty::stop",
+            json!({"session_id": id, "access_key": key}),
+        )
+        .await;
+    assert_eq!(r["stopped"], false, "it had exited: {r}");
+    assert_eq!(r["status"]["exited"]["exit_code"], 4, "{r}");
+
+    // less on a long file: each key is one call answering the screen
+    let file = w.dir.path().join("long.txt");
+    std::fs::write(
+        &file,
+        (1..=500).map(|i| format!("row {i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let o = w
+        .ok(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "less", "args": [file],
+                   "screen": true, "until": "^row 1\\b", "wait_ms": 20000}),
+        )
+        .await;
+    assert_eq!(o["screen"]["matched"], true, "{o}");
+    assert_eq!(o["screen"]["alternate_screen"], true, "{o}");
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    let page = |keys: Value, until: &str| {
+        json!({"session_id": id, "access_key": key, "keys": keys, "screen": true,
+               "until": until, "wait_ms": 20000})
+    };
+    for (keys, top) in [
+        (json!(["pagedown"]), "^row 40\\b"),
+        (json!(["pagedown"]), "^row 79\\b"),
+        (json!(["end"]), "^row 462\\b"),
+        (json!(["home"]), "^row 1\\b"),
+    ] {
+        let r = w.ok("shell::pty::send", page(keys.clone(), top)).await;
+        assert_eq!(r["screen"]["matched"], true, "{keys} → {top}: {r}");
+        assert!(r.get("output").is_none(), "{r}");
+    }
+    let r = w
+        .ok(
+            "shell::pty::send",
+            json!({"session_id": id, "access_key": key, "text": "q", "wait_ms": 20000,
+                   "until": "never printed"}),
+        )
+        .await;
+    assert!(
+        r["output"]["status"]["exited"].is_object(),
+        "less quit: {r}"
+    );
+    let r = w
+        .ok(
+            "shell::pty::stop",
+            json!({"session_id": id, "access_key": key}),
+        )
+        .await;
+    assert_eq!(r["stopped"], false, "{r}");
+    assert_eq!(r["status"]["exited"]["exit_code"], 0, "{r}");
     w.stop().await;
 }

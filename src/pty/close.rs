@@ -22,17 +22,12 @@ pub fn def() -> FunctionDef {
         "Takes `session_id` and `access_key`. Terminate and close a PTY session.",
         CONSOLE,
         |ctx: Ctx, req: CloseRequest| async move {
-            let closed = end(&ctx, &req.session_id, &req.access_key, "closed").await?;
+            ctx.services
+                .pty
+                .with_key(&req.session_id, &req.access_key)?;
+            let closed = ctx.services.pty.close(&req.session_id).await;
+            tracing::info!(session = %req.session_id, "pty session closed");
             Ok(CloseResponse { closed })
         },
     )
-}
-
-/// End the session `id` its `key` opens (its whole process tree killed and
-/// reaped); false when it had already ended. `how` is for the log line.
-pub async fn end(ctx: &Ctx, id: &str, key: &str, how: &str) -> crate::error::Result<bool> {
-    ctx.services.pty.with_key(id, key)?;
-    let ended = ctx.services.pty.close(id).await;
-    tracing::info!(session = %id, "pty session {how}");
-    Ok(ended)
 }

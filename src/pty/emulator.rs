@@ -328,31 +328,92 @@ impl Screen {
     }
 }
 
-/// Terminal output as plain text: escape sequences and control characters
-/// dropped, `\r\n` and lone `\r` turned into what a reader expects.
+/// Terminal output as plain text, as a terminal would leave each line:
+/// escape sequences and control characters dropped, `\r\n` a line end, a
+/// lone `\r` returning to the start of the line so what follows overwrites
+/// it (a progress bar ends as its last state, not a wall of every state),
+/// backspace, erase-in-line and horizontal cursor moves applied.
 pub fn strip_ansi(bytes: &[u8]) -> String {
-    struct Plain(String);
+    /// The text so far, and the line being written with its cursor.
+    struct Plain {
+        out: String,
+        line: Vec<char>,
+        col: usize,
+    }
+    impl Plain {
+        fn flush(&mut self) {
+            self.out.extend(self.line.drain(..));
+            self.col = 0;
+        }
+        fn put(&mut self, c: char) {
+            if self.col < self.line.len() {
+                self.line[self.col] = c;
+            } else {
+                // a cursor moved past the end leaves blanks behind it
+                self.line.resize(self.col, ' ');
+                self.line.push(c);
+            }
+            self.col += 1;
+        }
+    }
     impl vte::Perform for Plain {
         fn print(&mut self, c: char) {
-            self.0.push(c);
+            self.put(c);
         }
         fn execute(&mut self, byte: u8) {
             match byte {
                 b'\n' => {
-                    if self.0.ends_with('\r') {
-                        self.0.pop();
-                    }
-                    self.0.push('\n')
+                    self.flush();
+                    self.out.push('\n');
                 }
-                b'\t' => self.0.push('\t'),
-                b'\r' => self.0.push('\r'),
+                b'\t' => self.put('\t'),
+                b'\r' => self.col = 0,
+                0x08 => self.col = self.col.saturating_sub(1),
+                _ => {}
+            }
+        }
+        fn csi_dispatch(
+            &mut self,
+            params: &vte::Params,
+            intermediates: &[u8],
+            _ignore: bool,
+            action: char,
+        ) {
+            if !intermediates.is_empty() {
+                return;
+            }
+            let first = params
+                .iter()
+                .next()
+                .and_then(|p| p.first().copied())
+                .unwrap_or(0) as usize;
+            // a count or column of 0 means 1, as terminals read it
+            let n = first.max(1).min(4096);
+            match action {
+                // erase in line: to the end, to the start, all of it
+                'K' => match first {
+                    0 => self.line.truncate(self.col),
+                    1 => {
+                        let to = self.col.min(self.line.len());
+                        self.line[..to].fill(' ');
+                    }
+                    _ => self.line.clear(),
+                },
+                'G' | '`' => self.col = n - 1,
+                'C' => self.col += n,
+                'D' => self.col = self.col.saturating_sub(n),
                 _ => {}
             }
         }
     }
-    let mut plain = Plain(String::with_capacity(bytes.len()));
+    let mut plain = Plain {
+        out: String::with_capacity(bytes.len()),
+        line: Vec::new(),
+        col: 0,
+    };
     vte::Parser::new().advance(&mut plain, bytes);
-    plain.0
+    plain.flush();
+    plain.out
 }
 
 #[cfg(test)]
@@ -392,6 +453,21 @@ mod tests {
     fn strip_ansi_keeps_the_text() {
         let raw = b"\x1b[1;32mok\x1b[0m done\r\n\x1b]0;t\x07next\x1b[K line\r\n";
         assert_eq!(strip_ansi(raw), "ok done\nnext line\n");
+    }
+
+    #[test]
+    fn strip_ansi_leaves_a_progress_bar_in_its_last_state() {
+        // \r rewrites the line, erase-in-line drops what the old state left
+        let bar = b"get  10%\rget  55%\rget 100%\x1b[K\r\ndone\r\n";
+        assert_eq!(strip_ansi(bar), "get 100%\ndone\n");
+        // a shorter rewrite without an erase keeps the tail, as a screen does
+        assert_eq!(strip_ansi(b"abcdef\rXY\n"), "XYcdef\n");
+        // backspace and a cursor move back overwrite too
+        assert_eq!(strip_ansi(b"ab\x08c\n"), "ac\n");
+        assert_eq!(strip_ansi(b"12345\x1b[3Dx\x1b[K"), "12x");
+        assert_eq!(strip_ansi(b"a\x1b[5Gb"), "a   b");
+        // no \r survives, whatever the input
+        assert!(!strip_ansi(b"x\ry\r\r\nz\r").contains('\r'));
     }
 
     /// A tiny deterministic generator (xorshift), so every run tests the

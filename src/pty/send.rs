@@ -3,6 +3,7 @@
 use crate::error::{Class, Failure};
 use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::pty::keys;
+use crate::pty::read::Waiting;
 use crate::pty::shared::MAX_WRITE_BYTES;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -26,27 +27,33 @@ pub struct SendRequest {
     /// With `wait_ms`: drop escape sequences from `output.text` (default true).
     #[serde(default)]
     pub strip_ansi: Option<bool>,
+    /// Answer with the rendered `screen` (what shell::pty::screen answers) instead of `output`, once the program settled: printed, then stayed quiet for 150 ms — or, with `until`, once the screen matches it. Waits at most `wait_ms` (default 2000). One call per step in a full-screen program (less, top, an editor).
+    #[serde(default)]
+    pub screen: Option<bool>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SendResponse {
     /// Bytes the program's terminal took.
     pub written: usize,
-    /// What came back after this send (only when `wait_ms` was given); read on with `from_sequence: output.next_sequence`.
+    /// What came back after this send (only when `wait_ms` was given without `screen`); read on with `from_sequence: output.next_sequence`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<crate::pty::read::ReadResponse>,
+    /// The rendered screen after this send (only with `screen: true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screen: Option<crate::pty::screen::ScreenResponse>,
 }
 
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::send",
-        "Takes `session_id` (from shell::pty::start). Type into a terminal session: `text` (UTF-8, as is) then `keys` (named keys such as `enter`, `tab`, `esc`, `up`, `ctrl-c`, `ctrl-d`, sent as the program asked: cursor keys in application mode send ESC O A). Returns { written }; with `wait_ms` (and optionally `until`, a regex) it also waits for what the program prints back and answers it as `output`, like shell::pty::read. Errors return { code, message }; common: S210 unknown key, S211 unknown session or stale access_key.",
+        "Takes `session_id` (from shell::pty::start). Type into a terminal session: `text` (UTF-8, as is) then `keys` (named keys such as `enter`, `tab`, `esc`, `up`, `ctrl-c`, `ctrl-d`, sent as the program asked: cursor keys in application mode send ESC O A). Returns { written }; with `wait_ms` (and optionally `until`, a regex) it also waits for what the program prints back and answers it as `output`, like shell::pty::read; with `screen: true` it answers the rendered `screen` (like shell::pty::screen) once the program settled, so a key in less or an editor is one call. Errors return { code, message }; common: S210 unknown key, S211 unknown session or stale access_key.",
         Flags::NONE,
         |ctx: Ctx, req: SendRequest| async move {
             let s = ctx
                 .services
                 .pty
-                .with_key(&req.session_id, &req.access_key)?;
+                .for_agent(&req.session_id, &req.access_key)?;
             let mut bytes = req.text.unwrap_or_default().into_bytes();
             // named keys in the encoding the program asked for (cursor
             // keys in application mode send ESC O x)
@@ -73,30 +80,22 @@ pub fn def() -> FunctionDef {
                     ),
                 ));
             }
-            if req.until.is_some() && req.wait_ms.is_none() {
-                return Err(Failure::bad_input(
-                    "until needs wait_ms (how long to wait for it, at most 25000)",
-                ));
-            }
             // a bad pattern is refused before anything is typed
-            let until = crate::pty::read::compile_until(req.until.as_deref())?;
+            let waiting = Waiting::new(
+                req.wait_ms,
+                req.until.as_deref(),
+                req.strip_ansi,
+                req.screen,
+            )?;
             // what came after this send starts after the last frame now
             let before = s.last_sequence();
             let written = s.write(&bytes).await?;
-            let output = match req.wait_ms {
-                Some(wait) => Some(
-                    crate::pty::read::wait_for(
-                        &s,
-                        before,
-                        wait,
-                        until.as_ref(),
-                        req.strip_ansi.unwrap_or(true),
-                    )
-                    .await,
-                ),
-                None => None,
-            };
-            Ok(SendResponse { written, output })
+            let (output, screen) = waiting.answer(&s, before).await;
+            Ok(SendResponse {
+                written,
+                output,
+                screen,
+            })
         },
     )
 }

@@ -252,6 +252,20 @@ fn no_access(id: &str, what: &str) -> Failure {
     )
 }
 
+/// The agent surface's S211: names the agent's next calls, not a console's.
+fn no_agent_access(id: &str) -> Failure {
+    Failure::new(
+        Class::NotFound,
+        format!(
+            "session {} does not exist or the access_key is not the one shell::pty::start \
+             answered for it (a session whose program exited is forgotten \
+             pty.exited_retention_secs after its exit); shell::pty::sessions lists this \
+             worker's sessions, shell::pty::start starts a new one",
+            quote(id)
+        ),
+    )
+}
+
 fn signal_name(sig: i32) -> String {
     Signal::try_from(sig)
         .map(|s| s.as_str().to_string())
@@ -382,6 +396,11 @@ impl Session {
     /// When the last frame was produced, if the session exited.
     pub fn ended_at(&self) -> Option<std::time::Instant> {
         self.st().ended_at
+    }
+
+    /// How the program ended, once it was reaped.
+    pub fn exit_status(&self) -> Option<End> {
+        self.exit.borrow().clone()
     }
 
     pub fn check_key(&self, key: &str) -> Result<(), Failure> {
@@ -1246,7 +1265,13 @@ pub struct Sessions {
     /// `request_id` → (target, session id, credentials handed out).
     pub(super) opens: Mutex<HashMap<String, OpenMemo>>,
     sweeper: Mutex<Option<JoinHandle<()>>>,
+    /// Sessions `shell::pty::stop` ended: (id, access key, how it ended),
+    /// newest last, so a repeated stop answers instead of failing.
+    stopped: Mutex<std::collections::VecDeque<(String, String, End)>>,
 }
+
+/// How many stopped sessions a repeated `shell::pty::stop` still knows.
+pub const STOPPED_KEPT: usize = 256;
 
 impl Sessions {
     pub fn new() -> Sessions {
@@ -1278,6 +1303,49 @@ impl Sessions {
             }
             None => Err(no_access(id, "access_key")),
         }
+    }
+
+    /// [`Sessions::with_key`] for the agent functions (start, send, read,
+    /// screen, stop): the same check, an error that names their next call.
+    pub fn for_agent(&self, id: &str, key: &str) -> Result<Arc<Session>, Failure> {
+        let s = self.map().get(id).cloned();
+        match s {
+            Some(s) if creds::same(key, &s.st().creds.access_key) => Ok(s),
+            _ => Err(no_agent_access(id)),
+        }
+    }
+
+    /// `shell::pty::stop`: end the session (its whole tree killed and
+    /// reaped) and forget it. Answers whether this call ended a running
+    /// program, and how the program ended. A session stopped before answers
+    /// the same again, to its own key, for a while ([`STOPPED_KEPT`] of them).
+    pub async fn stop(&self, id: &str, key: &str) -> Result<(bool, End), Failure> {
+        let s = match self.for_agent(id, key) {
+            Ok(s) => s,
+            Err(e) => {
+                let stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
+                return match stopped
+                    .iter()
+                    .find(|(sid, skey, _)| sid == id && creds::same(key, skey))
+                {
+                    Some((_, _, end)) => Ok((false, end.clone())),
+                    None => Err(e),
+                };
+            }
+        };
+        let running = s.exit_status().is_none();
+        let key = s.st().creds.access_key.clone();
+        self.close(id).await;
+        let end = s.exit_status().unwrap_or_else(|| End {
+            error: Some("the program was not reaped within 5 s of SIGKILL".into()),
+            ..End::default()
+        });
+        let mut stopped = self.stopped.lock().unwrap_or_else(|p| p.into_inner());
+        if stopped.len() >= STOPPED_KEPT {
+            stopped.pop_front();
+        }
+        stopped.push_back((id.to_string(), key, end.clone()));
+        Ok((running, end))
     }
 
     pub fn insert(&self, s: Arc<Session>) {

@@ -1,6 +1,7 @@
 //! `shell::pty::start`: a terminal session an agent drives.
 
 use crate::function::{Ctx, Flags, FunctionDef, function};
+use crate::pty::read::Waiting;
 use crate::pty::shared::{Opening, open_session};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,18 @@ pub struct StartRequest {
     /// Terminal height in rows (default 40).
     #[serde(default)]
     pub rows: Option<u16>,
+    /// Wait up to this long (ms, at most 25000) for the program's first output — or, with `until`, for it to match (a prompt) — and answer it as `output`, saving a read call.
+    #[serde(default)]
+    pub wait_ms: Option<u64>,
+    /// A regex the program's output (or, with `screen: true`, its screen) must match before the call answers: its prompt (`>>> $`, `\\$ $`).
+    #[serde(default)]
+    pub until: Option<String>,
+    /// With `wait_ms`: drop escape sequences from `output.text` (default true).
+    #[serde(default)]
+    pub strip_ansi: Option<bool>,
+    /// Answer with the rendered `screen` (as shell::pty::screen) once the program settled — printed, then stayed quiet for 150 ms — or, with `until`, once the screen matches; waits at most `wait_ms` (default 2000). For full-screen programs.
+    #[serde(default)]
+    pub screen: Option<bool>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -40,14 +53,27 @@ pub struct StartResponse {
     pub reconnect_token: String,
     pub pid: u32,
     pub cwd: String,
+    /// What the program printed first (only with `wait_ms` and no `screen`); read on with `from_sequence: output.next_sequence`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<crate::pty::read::ReadResponse>,
+    /// The rendered screen once the program settled (only with `screen: true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screen: Option<crate::pty::screen::ScreenResponse>,
 }
 
 pub fn def() -> FunctionDef {
     function(
         "shell::pty::start",
-        "Start a terminal session an agent drives: the login shell or `program` (with `args`) on a real PTY, in `cwd` (same policy, env gate and session cap as the console's terminals; default size 120x40). Drive it with shell::pty::send, follow it with shell::pty::read (wait for a prompt with `until`), look at it with shell::pty::screen, end it with shell::pty::stop. Errors return { code, message }; common: S210 bad input, S211 cwd or program not found, S212 cwd not a directory, S215 jail escape, S218 session cap.",
+        "Start a terminal session an agent drives: the login shell or `program` (with `args`) on a real PTY, in `cwd` (same policy, env gate and session cap as the console's terminals; default size 120x40). Returns { session_id, access_key, reconnect_token, pid, cwd }; with `wait_ms` (and `until`, a regex such as the prompt) it also waits for the program's first output and answers it as `output`, or with `screen: true` its rendered `screen` once settled — one call from start to prompt. Drive it with shell::pty::send, follow it with shell::pty::read, look at it with shell::pty::screen, end it with shell::pty::stop. A session whose program exited stays readable for pty.exited_retention_secs (default 3600 s), then is forgotten. Errors return { code, message }; common: S210 bad input, S211 cwd or program not found, S212 cwd not a directory, S215 jail escape, S218 session cap.",
         Flags::NONE,
         |ctx: Ctx, req: StartRequest| async move {
+            // bad waiting fields are refused before anything starts
+            let waiting = Waiting::new(
+                req.wait_ms,
+                req.until.as_deref(),
+                req.strip_ansi,
+                req.screen,
+            )?;
             let (s, creds) = open_session(
                 &ctx,
                 Opening {
@@ -62,7 +88,11 @@ pub fn def() -> FunctionDef {
                 },
             )
             .await?;
+            // everything from the program's first frame on
+            let (output, screen) = waiting.answer(&s, 0).await;
             Ok(StartResponse {
+                output,
+                screen,
                 session_id: s.id.clone(),
                 access_key: creds.access_key,
                 reconnect_token: creds.reconnect_token,

@@ -935,50 +935,71 @@ async fn an_agent_answers_a_prompt_and_quits_less() {
             .collect::<String>(),
     )
     .unwrap();
-    w.ok(
-        "shell::pty::send",
-        json!({"session_id": id, "access_key": key,
-        "text": format!("less {}", file.display()), "keys": ["enter"]}),
-    )
-    .await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let screen = loop {
-        let sc = w
-            .ok(
-                "shell::pty::screen",
-                json!({"session_id": id, "access_key": key}),
-            )
-            .await;
-        if sc["alternate_screen"] == true && sc["rows"].to_string().contains("note line 1") {
-            break sc;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "less never showed: {sc}"
-        );
-        tokio::time::sleep(Duration::from_millis(30)).await;
+    // one call per step: each send answers the screen once less settled
+    // (or, with `until`, once the screen shows what the step is for)
+    let step = |text: &str, keys: &[&str], until: &str| {
+        json!({"session_id": id, "access_key": key, "text": text, "keys": keys,
+               "screen": true, "until": until, "wait_ms": 10000})
     };
+    let r = w
+        .ok(
+            "shell::pty::send",
+            step(
+                &format!("less {}", file.display()),
+                &["enter"],
+                "note line 1\\b",
+            ),
+        )
+        .await;
+    assert!(r.get("output").is_none(), "{r}");
+    let screen = &r["screen"];
+    assert_eq!(screen["matched"], true, "{r}");
+    assert_eq!(screen["alternate_screen"], true, "{r}");
     assert_eq!(screen["height"], 40);
     assert_eq!(screen["cols"], 120);
-    w.ok(
-        "shell::pty::send",
-        json!({"session_id": id, "access_key": key, "text": "q"}),
-    )
-    .await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let sc = w
-            .ok(
-                "shell::pty::screen",
-                json!({"session_id": id, "access_key": key}),
-            )
-            .await;
-        if sc["alternate_screen"] == false {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "less did not quit");
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
+    // a page down shows the next page: line 40 on top (39 rows a page)
+    let r = w
+        .ok(
+            "shell::pty::send",
+            step("", &["pagedown"], "^note line 40\\b"),
+        )
+        .await;
+    assert_eq!(r["screen"]["matched"], true, "{r}");
+    assert_eq!(r["screen"]["rows"][0], "note line 40", "{r}");
+    // without `until`, the answer waits for less to go quiet after the key
+    let r = w
+        .ok(
+            "shell::pty::send",
+            json!({"session_id": id, "access_key": key, "keys": ["up"], "screen": true,
+                   "wait_ms": 10000}),
+        )
+        .await;
+    assert_eq!(r["screen"]["matched"], true, "settled: {r}");
+    assert_eq!(r["screen"]["alternate_screen"], true, "{r}");
+    // (what a settled screen shows is the program's business; that the
+    // key went through is checked by waiting for it, not by timing)
+    let sc = w
+        .ok(
+            "shell::pty::screen",
+            json!({"session_id": id, "access_key": key, "until": "^note line 39\\b", "wait_ms": 10000}),
+        )
+        .await;
+    assert_eq!(sc["matched"], true, "{sc}");
+    let r = w
+        .ok(
+            "shell::pty::send",
+            json!({"session_id": id, "access_key": key, "text": "q", "screen": true,
+                   "wait_ms": 10000}),
+        )
+        .await;
+    assert_eq!(r["screen"]["matched"], true, "settled: {r}");
+    let sc = w
+        .ok(
+            "shell::pty::screen",
+            json!({"session_id": id, "access_key": key, "until": "hello, Ada", "wait_ms": 10000}),
+        )
+        .await;
+    assert_eq!(sc["alternate_screen"], false, "less quit: {sc}");
     let err = w
         .call(
             "shell::pty::send",
@@ -1109,9 +1130,107 @@ async fn an_agent_stops_its_session_without_an_internal_function() {
             json!({"session_id": id, "access_key": o["access_key"]}),
         )
         .await;
-    assert_eq!(r, json!({"stopped": true}));
+    assert_eq!(r["stopped"], true, "{r}");
+    assert!(
+        r["status"]["exited"]["signal"].is_string(),
+        "ended by a signal: {r}"
+    );
     assert!(!crate::testkit::pid_alive(pid), "the program is gone");
     assert!(w.services.pty.get(&id).is_err(), "the session is gone");
+    // stopping again answers the same, not an error about console panes
+    let again = w
+        .ok(
+            "shell::pty::stop",
+            json!({"session_id": id, "access_key": o["access_key"]}),
+        )
+        .await;
+    assert_eq!(again["stopped"], false, "{again}");
+    assert_eq!(again["status"], r["status"], "{again}");
+    // a stranger still learns nothing, and the agent is told its next call
+    let err = w
+        .call(
+            "shell::pty::stop",
+            json!({"session_id": id, "access_key": "not-the-key"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S211", "{err:?}");
+    assert!(err.message.contains("shell::pty::start"), "{err:?}");
+    assert!(!err.message.contains("adopt"), "{err:?}");
+    w.services.shutdown().await;
+}
+
+#[tokio::test]
+async fn stopping_a_session_whose_program_exited_says_so() {
+    let w = world();
+    let o = w.start_sh("echo bye; exit 3").await;
+    let (id, key) = (o["session_id"].clone(), o["access_key"].clone());
+    // wait for the exit through the agent's own read
+    let r = w
+        .ok(
+            "shell::pty::read",
+            json!({"session_id": id, "access_key": key, "wait_ms": 10000, "until": "never printed"}),
+        )
+        .await;
+    assert!(r["status"]["exited"].is_object(), "{r}");
+    let r = w
+        .ok(
+            "shell::pty::stop",
+            json!({"session_id": id, "access_key": key}),
+        )
+        .await;
+    assert_eq!(r["stopped"], false, "it had already exited: {r}");
+    assert_eq!(r["status"]["exited"]["exit_code"], 3, "{r}");
+    let r = w
+        .ok(
+            "shell::pty::stop",
+            json!({"session_id": id, "access_key": key}),
+        )
+        .await;
+    assert_eq!(r["stopped"], false, "{r}");
+    assert_eq!(r["status"]["exited"]["exit_code"], 3, "{r}");
+    w.services.shutdown().await;
+}
+
+#[tokio::test]
+async fn start_answers_once_the_program_reached_its_prompt() {
+    let w = world();
+    let o = w
+        .ok(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "/bin/sh",
+                   "args": ["-c", "echo starting; sleep 0.2; printf 'ready> '; read x; echo \"got $x\""],
+                   "wait_ms": 10000, "until": "ready> $"}),
+        )
+        .await;
+    assert_eq!(o["output"]["matched"], true, "{o}");
+    assert!(
+        o["output"]["text"].as_str().unwrap().contains("starting"),
+        "{o}"
+    );
+    assert!(o.get("screen").is_none(), "{o}");
+    // and with the screen instead: a program that settles on its first page
+    let o2 = w
+        .ok(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "/bin/sh",
+                   "args": ["-c", "printf 'one\\ntwo\\n'; sleep 600"], "screen": true,
+                   "wait_ms": 10000}),
+        )
+        .await;
+    assert_eq!(o2["screen"]["matched"], true, "settled: {o2}");
+    assert_eq!(o2["screen"]["rows"][1], "two", "one write, settled: {o2}");
+    // until without anything to wait is refused before a session starts
+    let before = w.services.pty.len();
+    let err = w
+        .call(
+            "shell::pty::start",
+            json!({"cwd": w.dir.path(), "program": "/bin/sh", "until": "x"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "S210", "{err:?}");
+    assert_eq!(w.services.pty.len(), before);
     w.services.shutdown().await;
 }
 
