@@ -388,7 +388,7 @@ pub fn strip_ansi(bytes: &[u8]) -> String {
                 .and_then(|p| p.first().copied())
                 .unwrap_or(0) as usize;
             // a count or column of 0 means 1, as terminals read it
-            let n = first.max(1).min(4096);
+            let n = first.clamp(1, 4096);
             match action {
                 // erase in line: to the end, to the start, all of it
                 'K' => match first {
