@@ -665,3 +665,34 @@ async fn status_shows_the_tail_of_a_finished_jobs_long_output() {
     assert_eq!(s["job"]["stdout_dropped_bytes"], 0);
     w.stop().await;
 }
+
+/// A 40 s command with every default (the worker's default_timeout_ms of
+/// 30 s, no `timeout_ms`, an SDK client's default 30 s call timeout) gets
+/// ide's own answer — the output so far and the next call — not the SDK's
+/// generic timeout that carries nothing.
+#[tokio::test]
+async fn a_long_command_with_defaults_gets_ides_answer_before_the_sdk_gives_up() {
+    let w = start(|_| {}).await;
+    assert_eq!(Config::zero_config().default_timeout_ms, 30_000);
+    let info = w.ok("coder::info", json!({})).await;
+    assert_eq!(info["exec_limits"]["answer_within_ms"], 25_000, "{info}");
+    let client = connect_worker(&w.engine.url(), &unique_name("agent"));
+    let answer = client
+        // no timeout_ms: the SDK's own default call timeout
+        .trigger(iii_sdk::protocol::TriggerRequest::new(
+            "shell::exec",
+            json!({"command": "sh", "args": ["-c", "echo started; sleep 40; echo late"]}),
+        ))
+        .await;
+    let v = match answer {
+        Ok(v) => v,
+        Err(e) => panic!("the caller lost ide's answer: {e:?}\n{}", w.ide.logs()),
+    };
+    assert_eq!(v["timed_out"], true, "{v}");
+    assert_eq!(v["stdout"], "started\n", "the output so far is kept: {v}");
+    let note = v["note"].as_str().unwrap_or_default();
+    assert!(note.contains("on_timeout: \"background\""), "{v}");
+    assert!(note.contains("shell::exec_bg"), "{v}");
+    client.shutdown_async().await;
+    w.stop().await;
+}

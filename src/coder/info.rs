@@ -96,8 +96,10 @@ pub struct InfoOutput {
 pub struct ExecLimits {
     /// Bytes of stdout (and of stderr) a command's answer keeps (`max_output_bytes`; a per-call `max_output_bytes` is clamped to it). Not the coder read budget.
     pub max_output_bytes: u64,
-    /// Timeout of a `shell::exec` that names none, in milliseconds.
+    /// Timeout of a `shell::exec` that names none, in milliseconds (configured).
     pub default_timeout_ms: u64,
+    /// How long a foreground `shell::exec` that names no `timeout_ms` may take before ide answers (with `timed_out: true`, the output so far and what to call next): `default_timeout_ms`, but at most 25000, under the SDKs' 30 s default call timeout. Waits elsewhere (`wait_ms` of shell::pty::*) are capped at 25000 too. A longer foreground wait needs `timeout_ms` and a longer call timeout in the caller's SDK; otherwise use `on_timeout: "background"` or shell::exec_bg.
+    pub answer_within_ms: u64,
     /// Largest `timeout_ms` a foreground `shell::exec` gets; larger ones are clamped.
     pub max_timeout_ms: u64,
     /// Hard cap on a background job's run time, in milliseconds (0: none).
@@ -164,6 +166,11 @@ pub fn info(ctx: &Ctx) -> InfoOutput {
         exec_limits: ExecLimits {
             max_output_bytes: rt.config.max_output_bytes,
             default_timeout_ms: rt.config.default_timeout_ms,
+            answer_within_ms: crate::exec::timeout::effective(
+                None,
+                rt.config.default_timeout_ms,
+                rt.config.max_timeout_ms,
+            ),
             max_timeout_ms: rt.config.max_timeout_ms,
             max_bg_timeout_ms: rt.config.max_bg_timeout_ms,
             max_concurrent_jobs: u64::from(rt.config.max_concurrent_jobs),
@@ -228,6 +235,7 @@ mod tests {
         // the exec limits sit beside the coder read budget, apart from it
         assert_eq!(out["exec_limits"]["max_output_bytes"], 1 << 20);
         assert_eq!(out["exec_limits"]["default_timeout_ms"], 15_000);
+        assert_eq!(out["exec_limits"]["answer_within_ms"], 15_000);
         assert!(out["exec_limits"]["max_timeout_ms"].as_u64().unwrap() > 0);
         assert!(out["exec_limits"]["max_concurrent_jobs"].as_u64().unwrap() > 0);
         assert_eq!(out["mode"], "jailed");

@@ -96,7 +96,7 @@ pub struct ExecResponse {
     /// Bytes of stderr the command wrote that are not in `stderr`.
     #[serde(default)]
     pub stderr_dropped_bytes: u64,
-    /// Present when the argv holds a bare shell operator (`|`, `||`, `&&`, `;`, `>`, `>>`, `<`): no shell interpreted it, the program received it as an argument, and the note says how to run a shell instead. The command still ran as given.
+    /// Present when the argv holds a bare shell operator (`|`, `||`, `&&`, `;`, `>`, `>>`, `<`): no shell interpreted it, the program received it as an argument, and the note says how to run a shell instead (the command still ran as given). Present too when the command timed out: what to call next (its job, or how to give it more time).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// Present only when `on_timeout: "background"` handed the still-running command over to a background job: its id for shell::status, shell::kill and shell::job-finished.
@@ -117,8 +117,11 @@ pub fn def() -> FunctionDef {
          `*_truncated` and `*_dropped_bytes` say what was left out. Not confined by \
          code.non_accessible_globs: a command reads what the worker's OS user can (`cat .env` \
          works); only cwd goes through the jail — host exec is not a security boundary. \
-         Host-only cwd/env/stdin reject S210 on a sandbox target. Errors return { code, message \
-         }; common: S216 host exec error, S300 VM boot failed, S200 in-VM failure.",
+         Host-only cwd/env/stdin reject S210 on a sandbox target. Deadline: `timeout_ms`, or \
+         with none default_timeout_ms but at most 25 s, so the answer beats the SDKs' 30 s call \
+         timeout; a timed-out answer keeps the output so far and its `note` names the next call \
+         (on_timeout: \"background\" hands the command to a job instead of killing it). \
+         Errors return { code, message }; common: S216 host exec error, S300 VM boot failed, S200 in-VM failure.",
         Flags::NONE,
         exec,
     )
@@ -197,6 +200,13 @@ pub async fn exec(ctx: Ctx, req: ExecRequest) -> Result<ExecResponse, Failure> {
         }
     };
     abandoned.disarm();
+    let note = match (timed_out, &job_id) {
+        (false, _) => note,
+        (true, job) => join_notes(
+            note,
+            timed_out_note(deadline_ms, req.timeout_ms.is_none(), job.as_deref()),
+        ),
+    };
     let stdout = outputs.stdout.view(req.keep, limit);
     let stderr = outputs.stderr.view(req.keep, limit);
     Ok(ExecResponse {
@@ -211,6 +221,38 @@ pub async fn exec(ctx: Ctx, req: ExecRequest) -> Result<ExecResponse, Failure> {
         stderr_dropped_bytes: stderr.dropped,
         note,
         job_id,
+    })
+}
+
+/// What a timed-out answer says to call next: where the output went on,
+/// or how to give the command the time it needs.
+fn timed_out_note(deadline_ms: u64, defaulted: bool, job_id: Option<&str>) -> String {
+    let why = if defaulted {
+        format!(
+            "the command was still running at {deadline_ms} ms, the deadline of a call that \
+             names no timeout_ms (answered before the SDKs' 30 s call timeout)"
+        )
+    } else {
+        format!("the command was still running at its {deadline_ms} ms deadline")
+    };
+    match job_id {
+        Some(job) => format!(
+            "{why}: it goes on as background job {job}; shell::status {{\"job_id\": \"{job}\"}} \
+             shows its output so far, shell::job-finished waits for its end"
+        ),
+        None => format!(
+            "{why} and was killed; the output above is what it printed until then. To let it \
+             finish, run it again with on_timeout: \"background\" (it then goes on as a job \
+             for shell::status) or with shell::exec_bg; or pass timeout_ms (at most \
+             max_timeout_ms, see coder::info) with a call timeout above it"
+        ),
+    }
+}
+
+fn join_notes(a: Option<String>, b: String) -> Option<String> {
+    Some(match a {
+        Some(a) => format!("{a}\n{b}"),
+        None => b,
     })
 }
 

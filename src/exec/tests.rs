@@ -427,6 +427,11 @@ async fn timeouts_kill_the_group_and_unusable_values_mean_default() {
         assert_eq!(v["exit_code"], Value::Null);
         assert_eq!(v["stdout"], "before\n");
         assert!(started.elapsed() < Duration::from_secs(10), "{t}");
+        // the answer names the next call, and why it came now
+        let note = v["note"].as_str().unwrap_or_default();
+        assert!(note.contains("names no timeout_ms"), "{v}");
+        assert!(note.contains("on_timeout: \"background\""), "{v}");
+        assert!(note.contains("shell::exec_bg"), "{v}");
     }
     let v = w
         .ok(
@@ -451,6 +456,8 @@ async fn timeout_is_clamped_to_max_timeout_ms() {
         .await;
     assert_eq!(v["timed_out"], true);
     assert!(started.elapsed() < Duration::from_secs(10));
+    let note = v["note"].as_str().unwrap_or_default();
+    assert!(note.contains("its 200 ms deadline"), "{v}");
 }
 
 #[tokio::test]
@@ -659,6 +666,9 @@ async fn on_timeout_background_hands_the_command_over_as_a_job() {
     assert_eq!(v["exit_code"], Value::Null);
     let job_id = v["job_id"].as_str().expect("job_id").to_string();
     assert!(job_id.starts_with("job-"));
+    let note = v["note"].as_str().unwrap_or_default();
+    assert!(note.contains(&format!("background job {job_id}")), "{v}");
+    assert!(note.contains("shell::status"), "{v}");
     let s = w.ok("shell::status", json!({"job_id": job_id})).await;
     assert_eq!(s["job"]["status"], "running");
     std::fs::write(dir.path().join("go"), "").unwrap();

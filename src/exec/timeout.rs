@@ -47,10 +47,22 @@ pub fn schema(_: &mut schemars::r#gen::SchemaGenerator) -> schemars::schema::Sch
         .expect("a literal schema")
 }
 
+/// The longest a foreground call that names no `timeout_ms` waits before
+/// ide answers: under the SDKs' 30 s default invocation timeout, with room
+/// for the answer to travel. A caller that waits its default must get ide's
+/// own answer (the output so far, and what to call next), never the
+/// engine's generic timeout that carries nothing.
+pub const ANSWER_WITHIN_MS: u64 = 25_000;
+
 /// The effective foreground deadline in milliseconds: the requested value
-/// clamped to `max_ms`, or `default_ms` (itself clamped) when none usable.
+/// clamped to `max_ms`; when none is usable, `default_ms` — but never past
+/// [`ANSWER_WITHIN_MS`], since a caller that sent no timeout waits its
+/// SDK's default.
 pub fn effective(requested: Option<u64>, default_ms: u64, max_ms: u64) -> u64 {
-    requested.unwrap_or(default_ms).min(max_ms).max(1)
+    requested
+        .unwrap_or(default_ms.min(ANSWER_WITHIN_MS))
+        .min(max_ms)
+        .max(1)
 }
 
 #[cfg(test)]
@@ -68,6 +80,18 @@ mod tests {
         serde_json::from_value::<T>(v)
             .map(|t| t.timeout_ms)
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_call_without_timeout_is_answered_before_the_sdk_gives_up() {
+        // the shipped default (30 s) equals the SDKs' call timeout: the
+        // answer comes at 25 s instead
+        assert_eq!(effective(None, 30_000, 120_000), ANSWER_WITHIN_MS);
+        assert_eq!(effective(None, 10_000, 120_000), 10_000);
+        assert_eq!(effective(None, 30_000, 5_000), 5_000);
+        // a caller that names a deadline asked for it (and for the wait)
+        assert_eq!(effective(Some(40_000), 30_000, 120_000), 40_000);
+        assert_eq!(effective(Some(400_000), 30_000, 120_000), 120_000);
     }
 
     #[test]
@@ -95,12 +119,13 @@ mod tests {
 
     #[test]
     fn clamping() {
-        assert_eq!(effective(None, 30_000, 120_000), 30_000);
+        assert_eq!(effective(None, 20_000, 120_000), 20_000);
         assert_eq!(effective(Some(500), 30_000, 120_000), 500);
         assert_eq!(effective(Some(10_000_000), 30_000, 120_000), 120_000);
         assert_eq!(effective(Some(u64::MAX), 30_000, 120_000), 120_000);
         // a default above the cap is clamped too
-        assert_eq!(effective(None, 300_000, 120_000), 120_000);
+        assert_eq!(effective(None, 300_000, 60_000), ANSWER_WITHIN_MS);
+        assert_eq!(effective(None, 300_000, 20_000), 20_000);
         assert_eq!(effective(None, 0, 120_000), 1);
     }
 }
