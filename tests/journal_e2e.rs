@@ -162,6 +162,76 @@ async fn a_turn_survives_a_restart_and_reverts_all_or_nothing() {
     drop(ide2);
 }
 
+/// change-diff and revert answer the revisions they speak of, and the next
+/// guarded edit takes them as they are: no read between.
+#[tokio::test]
+async fn change_diff_and_revert_carry_revisions_the_next_guarded_edit_accepts() {
+    let engine = Engine::start().await;
+    let dir = tempfile::TempDir::new().unwrap();
+    let (root, seed) = project(dir.path());
+    let ide = start(&engine, &seed, &root, &dir.path().join("state"));
+    assert!(ide.wait_for_log("ide serving", T).await, "{}", ide.logs());
+    assert!(engine.wait_for_ide(T).await);
+    let edit = |turn: &str, rev: &Value, from: &str, to: &str| {
+        json!({"turn_id": turn, "files": [{"path": "f.txt", "expected_revision": rev,
+               "ops": [{"op": "replace", "pattern": from, "replacement": to}]}]})
+    };
+    let c = ok(
+        &engine,
+        "coder::create-file",
+        json!({"turn_id": "t1", "files": [{"path": "f.txt", "content": "v1\n"}]}),
+    )
+    .await;
+    let created_rev = c["results"][0]["revision"].clone();
+    assert!(created_rev.is_string(), "{c}");
+    let u = ok(
+        &engine,
+        "coder::update-file",
+        edit("t2", &created_rev, "v1", "v2"),
+    )
+    .await;
+    let change = u["results"][0]["change_id"].as_str().unwrap().to_string();
+    let d = ok(
+        &engine,
+        "coder::change-diff",
+        json!({"change_id": change, "format": "unified"}),
+    )
+    .await;
+    assert_eq!(d["old_revision"], created_rev, "{d}");
+    assert_eq!(d["new_revision"], u["results"][0]["revision"], "{d}");
+    // the diff's new_revision guards the next edit as it is
+    let u3 = ok(
+        &engine,
+        "coder::update-file",
+        edit("t3", &d["new_revision"], "v2", "v3"),
+    )
+    .await;
+    assert!(u3["results"][0]["change_id"].is_string(), "{u3}");
+    assert_eq!(std::fs::read_to_string(root.join("f.txt")).unwrap(), "v3\n");
+    // a revert's step says what the file is after it; that guards the next edit
+    let r = ok(&engine, "shell::turns::revert", json!({"turn_id": "t3"})).await;
+    assert_eq!(r["reverted"], true, "{r}");
+    assert_eq!(r["steps"][0]["action"], "restore", "{r}");
+    assert_eq!(r["steps"][0]["revision"], d["new_revision"], "{r}");
+    let u4 = ok(
+        &engine,
+        "coder::update-file",
+        edit("t4", &r["steps"][0]["revision"], "v2", "v4"),
+    )
+    .await;
+    assert!(u4["results"][0]["change_id"].is_string(), "{u4}");
+    // a created file's revert leaves nothing there, and says so by omission
+    let r = ok(
+        &engine,
+        "shell::turns::revert",
+        json!({"turn_id": "t1", "dry_run": true}),
+    )
+    .await;
+    assert_eq!(r["steps"][0]["action"], "remove", "{r}");
+    assert!(r["steps"][0].get("revision").is_none(), "{r}");
+    drop(ide);
+}
+
 #[tokio::test]
 async fn ide_call_beside_the_served_worker_shares_one_journal() {
     let engine = Engine::start().await;

@@ -67,12 +67,18 @@ pub struct ChangeDiffOutput {
     pub turn_id: String,
     /// When it happened, Unix epoch milliseconds.
     pub time_ms: u64,
+    /// Revision of the file before the change (absent: it did not exist).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_revision: Option<String>,
+    /// Revision the change left (absent: it deleted the file): while the file is unchanged since, the `expected_revision` its next guarded edit passes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_revision: Option<String>,
 }
 
 pub fn def() -> FunctionDef {
     function(
         "coder::change-diff",
-        "Retrieve the exact before/after snapshot of one change by change id (from shell::turns::list or a write's change_id). With format: \"unified\" it answers a bounded unified diff instead of both bodies.",
+        "Retrieve the exact before/after snapshot of one change by change id (from shell::turns::list or a write's change_id), with the revisions it compared (old_revision, new_revision: the next guarded edit's expected_revision while the file is unchanged). With format: \"unified\" it answers a bounded unified diff instead of both bodies.",
         Flags::NONE,
         |ctx: Ctx, req: ChangeDiffInput| async move {
             crate::runtime::blocking(move || change_diff(&ctx, &req)).await
@@ -159,6 +165,8 @@ fn about(r: crate::journal::ChangeRecord) -> ChangeDiffOutput {
         session_id: r.session_id,
         turn_id: r.turn_id,
         time_ms: r.time_ms,
+        old_revision: r.before.map(|v| v.revision),
+        new_revision: r.after.map(|v| v.revision),
     }
 }
 

@@ -42,6 +42,14 @@ pub struct RevertStep {
     /// `restore` (write the before-bytes), `remove` (a created file), `move_back`.
     pub action: String,
     pub path: String,
+    /// The revision `path` has once this step is applied — what the next guarded edit of it passes as `expected_revision`; absent when the step leaves no file there. A file several steps touch ends with its last step's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// `move_back` only: where the file goes back to, and its revision there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_revision: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -213,6 +221,17 @@ fn revert_blocking(
             }
             .into(),
             path: r.path.clone(),
+            revision: match r.kind {
+                ChangeKind::Created => None,
+                _ => r.before.as_ref().map(|v| v.revision.clone()),
+            },
+            to_path: (r.kind == ChangeKind::Moved)
+                .then(|| r.from_path.clone())
+                .flatten(),
+            to_revision: match r.kind {
+                ChangeKind::Moved => r.after.as_ref().map(|v| v.revision.clone()),
+                _ => None,
+            },
         })
         .collect();
     if !conflicts.is_empty() || req.dry_run {
