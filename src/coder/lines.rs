@@ -21,6 +21,45 @@ pub fn count_lines(bytes: &[u8]) -> u64 {
     }
 }
 
+/// Lines of a whole stream, as [`count_lines`] counts them, in bounded
+/// memory.
+pub fn count_lines_in(mut r: impl Read) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; SCAN_BUFFER];
+    let (mut nl, mut last) = (0u64, b'\n');
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        nl += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+        last = buf[n - 1];
+    }
+    Ok(if last != b'\n' { nl + 1 } else { nl })
+}
+
+/// The line count `coder::list-folder` and `coder::tree` report for the
+/// entry `name` of the directory open as `dir`, read through its handle:
+/// `None` unless it is a regular file (a link is not followed, a FIFO never
+/// waited on) of at most `cap` bytes (0: no cap).
+pub fn count_lines_of(
+    dir: std::os::fd::BorrowedFd<'_>,
+    name: &std::ffi::OsStr,
+    cap: u64,
+) -> Option<u64> {
+    use nix::fcntl::OFlag;
+    let fd = crate::jail::walk::open_child(dir, name, OFlag::O_RDONLY | OFlag::O_NONBLOCK).ok()?;
+    let file = std::fs::File::from(fd);
+    let md = file.metadata().ok()?;
+    if !md.is_file() || (cap > 0 && md.len() > cap) {
+        return None;
+    }
+    // never more than the size it had when opened: a file growing under a
+    // writer is counted as it was
+    count_lines_in(file.take(md.len())).ok()
+}
+
 /// Bytes as text: invalid UTF-8 becomes U+FFFD. Returns (text, was_valid).
 pub fn lossy(bytes: &[u8]) -> (String, bool) {
     match std::str::from_utf8(bytes) {
@@ -283,6 +322,23 @@ pub fn scan<R: Read>(source: R) -> Result<(u64, bool), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_counts_as_its_bytes_do() {
+        for bytes in [&b""[..], b"a", b"a\n", b"a\nb", b"\n\n", b"x\r\ny\r\n"] {
+            assert_eq!(
+                count_lines_in(bytes).unwrap(),
+                count_lines(bytes),
+                "{bytes:?}"
+            );
+        }
+        // across buffer boundaries
+        let big = "line\n".repeat(SCAN_BUFFER / 3) + "tail";
+        assert_eq!(
+            count_lines_in(big.as_bytes()).unwrap(),
+            count_lines(big.as_bytes())
+        );
+    }
 
     fn win(s: &str, from: u64, to: Option<u64>, cap: Option<u64>) -> WindowText {
         read_window(s.as_bytes(), from, to, cap, false).unwrap()

@@ -39,6 +39,9 @@ pub struct ListFolderInput {
     /// Optional per-call session working directory: relative paths anchor here and must stay inside it (C220).
     #[serde(default)]
     pub base_dir: Option<String>,
+    /// Give each regular file on the page its `lines` (the count coder::read-file answers as total_lines) — to rank files by size without reading them. Files over max_read_bytes and protected files carry none.
+    #[serde(default)]
+    pub line_counts: bool,
 }
 
 /// One listed entry.
@@ -54,6 +57,9 @@ pub struct DirEntry {
     pub mtime: i64,
     /// True if this entry matches `non_accessible_globs` — caller cannot read/write/delete it via `coder::*` even though it shows up here.
     pub non_accessible: bool,
+    /// With `line_counts: true`: the file's line count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<u64>,
 }
 
 /// One page of a folder listing.
@@ -78,7 +84,8 @@ pub fn def() -> FunctionDef {
     function(
         "coder::list-folder",
         "List one folder, paginated and sorted by name. Entries carry only name; entry path = \
-         response path + '/' + name. Non-accessible entries are listed with non_accessible: true. \
+         response path + '/' + name. Non-accessible entries are listed with non_accessible: true. With \
+         line_counts: true each file carries its `lines`. \
          Paths: relative to the primary root or absolute inside an allowed root (see coder::info).",
         Flags::NONE,
         |ctx: Ctx, req: ListFolderInput| async move { list_folder(&ctx, req).await },
@@ -157,6 +164,8 @@ async fn list_folder(ctx: &Ctx, req: ListFolderInput) -> Result<ListFolderOutput
     let ctx2 = ctx.clone();
     let raw = req.path.clone();
     let page = req.page;
+    let line_counts = req.line_counts;
+    let read_cap = ctx.runtime.config.fs.max_read_bytes;
     blocking(move || {
         let listing = sorted_names(&ctx2, &raw, &resolved)?;
         let names = &listing.names;
@@ -168,12 +177,22 @@ async fn list_folder(ctx: &Ctx, req: ListFolderInput) -> Result<ListFolderOutput
             .take(page_size as usize)
             .filter_map(|name| {
                 let (kind, size, mtime, non_accessible, _) = describe(&ctx2, &listing, name)?;
+                let lines = (line_counts && kind == EntryKind::File && !non_accessible)
+                    .then(|| {
+                        crate::coder::lines::count_lines_of(
+                            std::os::fd::AsFd::as_fd(&listing.dir),
+                            name,
+                            read_cap,
+                        )
+                    })
+                    .flatten();
                 Some(DirEntry {
                     name: name.to_string_lossy().into_owned(),
                     kind,
                     size,
                     mtime,
                     non_accessible,
+                    lines,
                 })
             })
             .collect();
@@ -195,6 +214,50 @@ mod tests {
     use serde_json::json;
 
     const ID: &str = "coder::list-folder";
+
+    #[tokio::test]
+    async fn line_counts_come_when_asked_for_files_coder_may_read() {
+        let j = Jail::new();
+        j.write("p/a.txt", "1\n2\n3");
+        j.write("p/b.txt", "");
+        j.write("p/.env", "SECRET=1\n");
+        std::fs::create_dir(j.path("p/d")).unwrap();
+        std::os::unix::fs::symlink(j.path("p/a.txt"), j.path("p/l")).unwrap();
+        nix::unistd::mkfifo(
+            &j.path("p/f"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        let v = j
+            .call(ID, json!({"path": "p", "line_counts": true}))
+            .await
+            .unwrap();
+        let lines = |name: &str| {
+            v["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["name"] == name)
+                .unwrap_or_else(|| panic!("{name} in {v}"))
+                .get("lines")
+                .cloned()
+        };
+        assert_eq!(lines("a.txt"), Some(json!(3)));
+        assert_eq!(lines("b.txt"), Some(json!(0)));
+        // a protected file, a folder, a link and a FIFO (never waited on) carry none
+        for name in [".env", "d", "l", "f"] {
+            assert_eq!(lines(name), None, "{name}: {v}");
+        }
+        // not asked: no field at all
+        let v = j.call(ID, json!({"path": "p"})).await.unwrap();
+        assert!(
+            v["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|e| e.get("lines").is_none())
+        );
+    }
 
     #[tokio::test]
     async fn lists_sorted_and_paginated() {

@@ -105,29 +105,41 @@ pub struct ReadFileInput {
 #[derive(Debug, Default, Serialize, JsonSchema)]
 #[schemars(title = "ReadFileOutput")]
 pub struct ReadFileOutput {
-    /// Canonical absolute path of the file read (resolved through the jail). **Single-path mode only; null when the request used `paths[]`.**
+    /// Canonical absolute path of the file read (resolved through the jail). **Single-path mode only; absent when the request used `paths[]`.**
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// File content as a UTF-8 string — the whole file, or just the requested window when `line_from`/`line_to` was given (window lines keep their newline terminators). Invalid bytes are replaced by U+FFFD; request `encoding: "base64"` when exact bytes matter. **Single-path mode only; null when the request used `paths[]`.**
+    /// File content as a UTF-8 string — the whole file, or just the requested window when `line_from`/`line_to` was given (window lines keep their newline terminators). Invalid bytes are replaced by U+FFFD; request `encoding: "base64"` when exact bytes matter. **Single-path mode only; absent when the request used `paths[]`.**
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// Size of the FILE in bytes (from metadata) — not the size of `content`. **Single-path mode only.**
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     /// Unix permission bits (lower 9 bits of `st_mode`), e.g. 0o644. **Single-path mode only.**
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<u32>,
     /// Last-modified time as a Unix epoch in seconds. **Single-path mode only.**
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mtime: Option<i64>,
     /// Total number of lines in the file. Present whenever the read traversed the whole file: always for full reads and stat; for windowed reads when the file fits `max_read_bytes` (it is hashed to the end for `revision`) or the window reached EOF within the byte cap. **Single-path mode only.**
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub total_lines: Option<u64>,
     /// Number of lines in `content`. **Single-path mode only.**
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lines_returned: Option<u64>,
     /// True when the file has content beyond what `content` includes: the window ended before EOF, or the byte budget cut the window short. Always false for full reads. **Single-path mode only.**
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub more_lines: Option<bool>,
     /// Whether `content` survived UTF-8 conversion without losing bytes (for stat: whether the whole file is valid UTF-8). **Single-path mode only.**
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub is_utf8: Option<bool>,
     /// SHA-256 hex of the WHOLE file's exact bytes — on full reads, windowed reads and `stat: true` alike (a window or a stat still hashes the rest of the file), for files up to `max_read_bytes`; null for a larger file. Pass it as `expected_revision` to `coder::create-file` / `coder::update-file` for a conflict-safe write: an agent that read lines 2500–2510 can guard its edit without re-reading the file. **Single-path mode only; batch entries carry their own.**
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
     /// Per-entry results for a batch `paths[]` request. **Present only when the request used `paths[]`.**
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub results: Option<Vec<ReadEntryResult>>,
     /// How many `paths[]` entries failed (each carries its own `error`); 0 when all were read. When every entry fails, the call itself fails instead. **Present only when the request used `paths[]`.**
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub failed: Option<u64>,
 }
 
@@ -139,24 +151,34 @@ pub struct ReadEntryResult {
     /// `true` when the read succeeded; `false` when an error occurred (only `error` is set).
     pub success: bool,
     /// Structured error — present only when `success: false`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<WireError>,
     /// File content — the whole file or the requested window. `null` on failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// Size of the FILE in bytes. `null` on failure or when the budget was exhausted before the file was opened.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     /// Unix permission bits. `null` on failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<u32>,
     /// Last-modified time as a Unix epoch in seconds. `null` on failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mtime: Option<i64>,
     /// Total lines in the file; present when this entry's read traversed the whole file (always for a file up to `max_read_bytes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub total_lines: Option<u64>,
     /// Number of lines returned in `content`. `null` on failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lines_returned: Option<u64>,
     /// `true` when the file has content beyond what `content` includes. `null` on failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub more_lines: Option<bool>,
     /// Whether `content` survived UTF-8 conversion without losing bytes. `null` on failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub is_utf8: Option<bool>,
     /// SHA-256 hex of the WHOLE file's exact bytes, for every successful entry (full, window or stat) of a file up to `max_read_bytes`; pass it as `expected_revision` when writing. `null` on failure or for a larger file.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
 }
 

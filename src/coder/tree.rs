@@ -47,6 +47,9 @@ pub struct TreeInput {
     /// Optional per-call session working directory: relative paths anchor here and must stay inside it (C220).
     #[serde(default)]
     pub base_dir: Option<String>,
+    /// Give each regular file its `lines` (the count coder::read-file answers as total_lines) — to rank files by size without reading them. Files over max_read_bytes and protected files carry none.
+    #[serde(default)]
+    pub line_counts: bool,
 }
 
 /// Why a folder's children are incomplete.
@@ -57,6 +60,7 @@ pub struct TruncationInfo {
     /// Number of children actually returned.
     pub shown: u64,
     /// Total number of children eligible for listing in the folder, counted after hidden and default-exclude filtering (only populated when `reason == "per_folder_limit"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub total: Option<u64>,
     /// The call that continues from here.
     pub hint: String,
@@ -75,10 +79,15 @@ pub struct TreeNode {
     pub mtime: i64,
     /// True if the entry matches `non_accessible_globs`.
     pub non_accessible: bool,
-    /// Children of a directory that was descended; null otherwise.
+    /// Children of a directory that was descended; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub children: Option<Vec<TreeNode>>,
     /// Set on directories whose `children` is incomplete (see `reason`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<TruncationInfo>,
+    /// With `line_counts: true`: the file's line count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<u64>,
 }
 
 /// A tree snapshot.
@@ -98,7 +107,8 @@ pub fn def() -> FunctionDef {
         "coder::tree",
         "Show a directory tree, bounded by max_depth, per_folder_limit and a node budget. Nodes \
          carry only name (child path = parent path + '/' + name); over-limit folders are \
-         truncated stubs to paginate with coder::list-folder. Paths: relative to the primary root \
+         truncated stubs to paginate with coder::list-folder. With line_counts: true each file \
+         carries its `lines`. Paths: relative to the primary root \
          or absolute inside an allowed root (see coder::info).",
         Flags::NONE,
         |ctx: Ctx, req: TreeInput| async move { tree(&ctx, req).await },
@@ -115,6 +125,7 @@ struct Building {
     path: PathBuf,
     children: Option<Vec<usize>>,
     truncated: Option<TruncationInfo>,
+    lines: Option<u64>,
 }
 
 fn truncation(
@@ -171,6 +182,7 @@ async fn tree(ctx: &Ctx, req: TreeInput) -> Result<TreeOutput, Failure> {
         .unwrap_or(code.tree_per_folder_limit)
         .max(1) as usize;
     let budget = code.tree_max_nodes.max(1) as usize;
+    let read_cap = ctx.runtime.config.fs.max_read_bytes;
     let ctx2 = ctx.clone();
     let raw = req.path.clone();
     blocking(move || {
@@ -188,6 +200,7 @@ async fn tree(ctx: &Ctx, req: TreeInput) -> Result<TreeOutput, Failure> {
             path: root_path.clone(),
             children: None,
             truncated: None,
+            lines: None,
         }];
         let mut queue = VecDeque::from([(0usize, 0u32)]);
         while let Some((idx, depth)) = queue.pop_front() {
@@ -236,6 +249,15 @@ async fn tree(ctx: &Ctx, req: TreeInput) -> Result<TreeOutput, Failure> {
                     kind == EntryKind::Dir && req.use_default_excludes && policy.is_excluded(&path);
                 let truncated = excluded_dir.then(|| truncation("default_exclude", 0, None, &path));
                 let descend = kind == EntryKind::Dir && !excluded_dir && !non_accessible;
+                let lines = (req.line_counts && kind == EntryKind::File && !non_accessible)
+                    .then(|| {
+                        crate::coder::lines::count_lines_of(
+                            std::os::fd::AsFd::as_fd(&listing.dir),
+                            &name,
+                            read_cap,
+                        )
+                    })
+                    .flatten();
                 arena.push(Building {
                     name: name.to_string_lossy().into_owned(),
                     kind,
@@ -245,6 +267,7 @@ async fn tree(ctx: &Ctx, req: TreeInput) -> Result<TreeOutput, Failure> {
                     path,
                     children: None,
                     truncated,
+                    lines,
                 });
                 if descend {
                     queue.push_back((child, depth + 1));
@@ -296,6 +319,7 @@ fn assemble(arena: &mut [Building], idx: usize) -> TreeNode {
         non_accessible: b.non_accessible,
         children,
         truncated: b.truncated.take(),
+        lines: b.lines,
     }
 }
 
@@ -313,6 +337,26 @@ mod tests {
             .iter()
             .find(|c| c["name"] == name)
             .unwrap_or_else(|| panic!("no child {name} in {node}"))
+    }
+
+    #[tokio::test]
+    async fn line_counts_and_no_empty_fields() {
+        let j = Jail::new();
+        j.write("t/x/a.py", "def f():\n    pass\n");
+        j.write("t/b.md", "one line");
+        let v = j
+            .call(ID, json!({"path": "t", "line_counts": true}))
+            .await
+            .unwrap();
+        let x = child(&v["root"], "x");
+        assert_eq!(child(x, "a.py")["lines"], 2);
+        assert_eq!(child(&v["root"], "b.md")["lines"], 1);
+        assert!(x.get("lines").is_none(), "{x}");
+        // a file carries no children and no truncation, not even as null
+        let text = v.to_string();
+        assert!(!text.contains("null"), "{text}");
+        let plain = j.call(ID, json!({"path": "t"})).await.unwrap();
+        assert!(!plain.to_string().contains("\"lines\""), "{plain}");
     }
 
     #[tokio::test]

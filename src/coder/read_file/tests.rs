@@ -416,3 +416,26 @@ async fn fifos_and_devices_are_refused_without_blocking() {
         .unwrap_err();
     assert_eq!(c, "C212");
 }
+
+#[tokio::test]
+async fn a_batch_answer_carries_no_empty_fields() {
+    let j = Jail::new();
+    j.write("a.txt", "one\n");
+    j.write("b.txt", "two\n");
+    let v = j
+        .call(ID, json!({"paths": ["a.txt", "b.txt", "missing.txt"]}))
+        .await
+        .unwrap();
+    // only what the batch means: its results and its failure count
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["failed", "results"], "{v}");
+    assert_eq!(v["failed"], 1);
+    let ok = &v["results"][0];
+    assert!(ok.get("error").is_none(), "{ok}");
+    assert_eq!(ok["content"], "one\n");
+    // a failed entry is its path, success and error
+    let bad = v["results"][2].as_object().unwrap();
+    let keys: Vec<&String> = bad.keys().collect();
+    assert_eq!(keys, ["error", "path", "success"], "{bad:?}");
+    assert!(!v.to_string().contains("null"), "{v}");
+}
