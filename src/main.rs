@@ -45,6 +45,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run one function in-process against --config (or the built-in default) and print its JSON result.
+    #[command(
+        after_help = "Exit status: 0 the function answered; 1 it failed (its {code, message} is \
+                      printed); 2 bad usage, an unknown function or a configuration that cannot \
+                      be enforced; 3 a batch answered, but some of its entries failed (the answer's \
+                      `failed` counts them, each entry carries its own error)."
+    )]
     Call {
         /// Function id, e.g. coder::info
         function_id: String,

@@ -124,6 +124,31 @@ fn a_function_error_prints_the_envelope_and_exits_1() {
     let v = json(&o);
     assert_eq!(v["code"], "C211");
     assert!(v["message"].as_str().unwrap().contains("nope"));
+    // a batch with a failed entry answers, and exits 3
+    std::fs::write(root.join("there.txt"), "x\n").unwrap();
+    let o = ide(
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "call",
+            "coder::read-file",
+            r#"{"paths": ["there.txt", "nope"]}"#,
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(json(&o)["failed"], 1);
+    // and `ide call --help` says what each exit status means
+    let help = ide(&["call", "--help"], None);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for status in [
+        "0 the function answered",
+        "1 it failed",
+        "2 bad usage",
+        "3 a batch answered",
+    ] {
+        assert!(help.contains(status), "{status}: {help}");
+    }
 }
 
 #[test]

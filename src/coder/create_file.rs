@@ -92,7 +92,8 @@ pub fn def() -> FunctionDef {
         "coder::create-file",
         "Create one or more files atomically; per-file overwrite and parents flags. For a \
          conflict-safe overwrite pass the revision from coder::read-file as expected_revision \
-         (stale revision: C221, nothing written). Paths: relative to the primary root or absolute \
+         (stale revision: C221, nothing written). `content` is written byte for byte: no \
+         newline is added and none converted (send \\r\\n for a CRLF file). Paths: relative to the primary root or absolute \
          inside an allowed root (see coder::info).",
         Flags {
             display: true,

@@ -151,8 +151,10 @@ pub fn def() -> FunctionDef {
          anchors joined by .*? with dot_matches_newline: true, or an edit op quoting the exact \
          text. Pass expected_revision from any coder::read-file (a window or stat: true is \
          enough) to refuse stale writes (C221). Echoes of large regions mark their gap \
-         (elided, elided_after). \
-         Paths: relative to the primary root or absolute inside an allowed root (see coder::info).",
+         (elided, elided_after). A file keeps its shape: a CRLF file is edited as \\n and \
+         written back CRLF, a UTF-8 BOM and a missing final newline are kept, a line op's content \
+         \"a\\nb\" and \"a\\nb\\n\" are both two lines; a file that is not UTF-8 is refused \
+         (C210). Paths: relative to the primary root or absolute inside an allowed root (see coder::info).",
         Flags {
             display: true,
             ..Flags::NONE
