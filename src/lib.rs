@@ -8,7 +8,9 @@
 //! `tests/shape.rs`; ARCHITECTURE.md explains each layer):
 //!
 //! - [`error`] (the ONE failure enum, rendered `C2xx` / `S2xx`), [`stream`]
-//!   (transport-free byte streams), [`config`] (the configuration schema).
+//!   (transport-free byte streams), [`config`] (the configuration schema),
+//!   [`schema`] (the registered schemas' JSON Schema 2020-12 dialect),
+//!   [`batch`] (how a batch answer counts its failed entries).
 //! - [`jail`]: every filesystem operation, by handle — resolution beneath a
 //!   root, walks, atomic replacement ([`jail::atomic`]) and what a write
 //!   tells its recorder ([`jail::record`]).
@@ -17,8 +19,9 @@
 //!   atomically on hot reload.
 //! - [`ports`]: what the core needs from the engine, as traits.
 //! - [`journal`]: the change journal and each call's [`journal::Scope`].
-//! - [`exec`], [`pty`], [`watch`]: the owners of long-lived state
-//!   (processes and jobs, terminal sessions, the change feed's watchers).
+//! - [`exec`], [`pty`], [`watch`], [`index`]: the owners of long-lived
+//!   state (processes and jobs, terminal sessions, the change feed's
+//!   watchers, the content index behind `coder::search`).
 //! - [`services`]: one per worker, holding all of them.
 //! - [`function`]: what a function is (`Ctx`, the typed builder).
 //! - The functions, one file each: [`coder`], [`fs`], [`exec`], [`pty`],
@@ -26,7 +29,8 @@
 //!   with [`sandbox`] forwarding.
 //! - [`catalog`]: the ONE function table, shared by the engine bus,
 //!   `ide call` and the tests.
-//! - [`bus`]: the engine connection (the only module that knows about iii).
+//! - [`bus`]: the engine connection (the only module that knows about iii);
+//!   [`mcp`]: the same functions as MCP tools on stdio (`ide mcp`).
 //!
 //! Core modules know nothing about the transport: a function is a plain
 //! async fn over typed request/response structs and a [`function::Ctx`].

@@ -5,9 +5,10 @@
 //! long-lived state hides in a process global outside the few places that
 //! are per-process by nature.
 //!
-//! What counts as an import: every `crate::` path in a file's code (`use`
-//! lines, nested groups, and paths written inline), outside comments,
-//! string literals and `#[cfg(test)]` items; test-only files (`tests.rs`,
+//! What counts as an import: every path in a file's code that starts at
+//! `crate::`, `super::` (any number), `self::` or a child module the file
+//! declares — `use` lines, nested groups, and paths written inline — outside
+//! comments, string literals and `#[cfg(test)]` items; test-only files (`tests.rs`,
 //! `testkit.rs`) are not part of the shape. A path names the deepest module
 //! file it reaches (`crate::jail::atomic::Staged` is `src/jail/atomic.rs`).
 
@@ -81,6 +82,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "pty::read",
             "pty::screen",
             "pty::stop",
+            "pty::waiting",
             "pty::shared",
             "watch::changed",
         ],
@@ -295,8 +297,39 @@ fn without_test_items(code: &str) -> String {
     out
 }
 
-/// Every `crate::` path a file's code names, expanded from `use` groups.
-fn crate_paths(code: &str) -> Vec<String> {
+/// The parent of a module path (`a::b` -> `a`, `a` -> ``).
+fn parent(module: &str) -> String {
+    module
+        .rsplit_once("::")
+        .map(|(p, _)| p.to_string())
+        .unwrap_or_default()
+}
+
+/// The child modules a file declares (`mod x;`, `pub mod x;`,
+/// `pub(crate) mod x;`): bare `x::` paths in it name them.
+fn declared_modules(code: &str) -> Vec<String> {
+    code.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let l = l
+                .strip_prefix("pub(crate) ")
+                .or_else(|| l.strip_prefix("pub(super) "))
+                .or_else(|| l.strip_prefix("pub "))
+                .unwrap_or(l);
+            let rest = l.strip_prefix("mod ")?.trim_end();
+            let name = rest.strip_suffix(';')?.trim();
+            (!name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'))
+                .then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// Every module path a file's code names, absolute (from the crate root),
+/// expanded from `use` groups: paths from `crate::`, `super::` (any number
+/// of them), `self::`, and from the child modules the file declares —
+/// in `use` lines and written inline alike. `module` is the file's own
+/// module path.
+fn module_paths(code: &str, module: &str) -> Vec<String> {
     fn ident(b: &[u8], mut i: usize) -> (String, usize) {
         let start = i;
         while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
@@ -332,10 +365,11 @@ fn crate_paths(code: &str) -> Vec<String> {
                 out.push(path);
                 return i.max(j);
             }
-            let joined = if path.is_empty() {
-                seg.clone()
-            } else {
-                format!("{path}::{seg}")
+            let joined = match seg.as_str() {
+                // `super::super::x`: each one goes up a module
+                "super" => parent(&path),
+                _ if path.is_empty() => seg.clone(),
+                _ => format!("{path}::{seg}"),
             };
             i = skip_ws(b, j);
             if b[i..].starts_with(b"::") {
@@ -355,14 +389,37 @@ fn crate_paths(code: &str) -> Vec<String> {
         }
     }
     let b = code.as_bytes();
+    let children = declared_modules(code);
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(at) = code[from..].find("crate::").map(|k| k + from) {
-        let word_start = at == 0 || !(b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_');
-        if word_start {
-            tree(b, at + "crate::".len(), "", &mut out);
+    let mut i = 0;
+    while i < b.len() {
+        let starts_word = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+        // a path's first segment: not the tail of `a::b` or of `x.y`
+        let first = starts_word && !(i >= 1 && (b[i - 1] == b':' || b[i - 1] == b'.'));
+        if !first || !(b[i].is_ascii_alphabetic() || b[i] == b'_') {
+            i += 1;
+            continue;
         }
-        from = at + "crate::".len();
+        let (word, j) = ident(b, i);
+        if !b[j..].starts_with(b"::") {
+            i = j;
+            continue;
+        }
+        let base = match word.as_str() {
+            "crate" => Some(String::new()),
+            "self" => Some(module.to_string()),
+            "super" => Some(parent(module)),
+            w if children.iter().any(|c| c == w) => Some(if module.is_empty() {
+                w.to_string()
+            } else {
+                format!("{module}::{w}")
+            }),
+            _ => None,
+        };
+        match base {
+            Some(base) => i = tree(b, j + 2, &base, &mut out).max(j + 2),
+            None => i = j,
+        }
     }
     out
 }
@@ -373,6 +430,59 @@ fn resolve<'a>(path: &str, modules: &'a BTreeMap<String, String>) -> Option<&'a 
     (1..=segs.len())
         .rev()
         .find_map(|n| modules.get(&segs[..n].join("::")))
+}
+
+/// The files a path reaches: the module file, and — when that file
+/// re-exports the name the path goes on with (`pub use self::jobs::Jobs`)
+/// — the file the name comes from, so a path through a facade's re-export
+/// is an edge to the file that defines it.
+fn reached<'a>(
+    path: &str,
+    modules: &'a BTreeMap<String, String>,
+    reexports: &'a BTreeMap<String, BTreeMap<String, String>>,
+) -> Vec<&'a String> {
+    let Some(file) = resolve(path, modules) else {
+        return Vec::new();
+    };
+    let module = module_of(file);
+    let next = path
+        .strip_prefix(module.as_str())
+        .map(|rest| rest.trim_start_matches("::"))
+        .and_then(|rest| rest.split("::").next())
+        .filter(|n| !n.is_empty());
+    let mut out = vec![file];
+    if let Some(from) = next.and_then(|n| reexports.get(file)?.get(n)) {
+        out.push(from);
+    }
+    out
+}
+
+/// file -> (name it re-exports -> the file the name comes from), from its
+/// `pub use` items.
+fn reexports_of(
+    files: &BTreeMap<String, String>,
+    modules: &BTreeMap<String, String>,
+) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for (rel, text) in files {
+        let code = without_test_items(&code_only(text));
+        let mut names = BTreeMap::new();
+        let mut from = 0;
+        while let Some(at) = code[from..].find("pub use ").map(|k| k + from) {
+            let end = code[at..].find(';').map_or(code.len(), |k| at + k);
+            for leaf in module_paths(&code[at + "pub ".len()..end], &module_of(rel)) {
+                let name = leaf.rsplit("::").next().unwrap_or_default().to_string();
+                if let Some(f) = resolve(&leaf, modules).filter(|f| *f != rel) {
+                    names.insert(name, f.clone());
+                }
+            }
+            from = end;
+        }
+        if !names.is_empty() {
+            out.insert(rel.clone(), names);
+        }
+    }
+    out
 }
 
 fn layer_of(module: &str) -> Option<(usize, &'static str)> {
@@ -390,18 +500,24 @@ fn layer_of(module: &str) -> Option<(usize, &'static str)> {
 
 /// file -> the files it imports.
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    let files = files();
+    graph_of(&files())
+}
+
+/// file -> the files it imports, for a map of files (path under `src/` ->
+/// text).
+fn graph_of(files: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
     let modules: BTreeMap<String, String> =
         files.keys().map(|f| (module_of(f), f.clone())).collect();
+    let reexports = reexports_of(files, &modules);
     let mut g = BTreeMap::new();
-    for (rel, text) in &files {
+    for (rel, text) in files {
         if rel == "lib.rs" {
             continue;
         }
         let code = without_test_items(&code_only(text));
-        let deps: BTreeSet<String> = crate_paths(&code)
+        let deps: BTreeSet<String> = module_paths(&code, &module_of(rel))
             .iter()
-            .filter_map(|p| resolve(p, &modules))
+            .flat_map(|p| reached(p, &modules, &reexports))
             .filter(|f| *f != rel && f.as_str() != "lib.rs")
             .cloned()
             .collect();
@@ -442,7 +558,94 @@ fn every_file_has_a_layer_and_no_file_imports_a_higher_one() {
 
 #[test]
 fn no_files_import_each_other_in_a_circle() {
-    let g = graph();
+    let found = circles(&parts_apart(graph()));
+    assert!(found.is_empty(), "import circles: {found:#?}");
+}
+
+/// The graph without a module root's edges to its own parts: a `mod.rs`
+/// declares its children and is their facade (it re-exports them, and they
+/// share its private helpers through `super::`, as Rust's visibility
+/// intends), so the parent reaching into its parts is not coupling. Every
+/// other edge stays: a part reaching its parent, a sibling reaching a
+/// sibling, and any path across modules.
+fn parts_apart(mut g: BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSet<String>> {
+    for (file, deps) in g.iter_mut() {
+        if let Some(dir) = file.strip_suffix("mod.rs") {
+            deps.retain(|d| !d.starts_with(dir));
+        }
+    }
+    g
+}
+
+/// A circle through `super::` and `self::` imports and inline paths is a
+/// circle too — the kind that ran through exec/jobs.rs: a file reaches its
+/// sibling by `super::`, the sibling reaches a module above, which reaches
+/// back. The check sees every import form.
+#[test]
+fn a_circle_through_super_and_self_is_found() {
+    let fixture: BTreeMap<String, String> = [
+        (
+            "lib.rs",
+            "pub mod ex;\npub mod function;\npub mod services;",
+        ),
+        (
+            "ex/mod.rs",
+            "pub mod jobs;\npub mod finished;\npub use self::jobs::Jobs;",
+        ),
+        // a sibling by `super::`, in a nested group
+        (
+            "ex/jobs.rs",
+            "use super::{finished::{self, Notify}};\npub struct Jobs;",
+        ),
+        // a module above by an inline path
+        ("ex/finished.rs", "pub struct Notify(crate::function::Ctx);"),
+        (
+            "function.rs",
+            "use crate::services::Services;\npub struct Ctx(Services);",
+        ),
+        // and back down, through the parent's re-export
+        ("services.rs", "pub struct Services(crate::ex::Jobs);"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let g = graph_of(&fixture);
+    assert_eq!(
+        g["ex/jobs.rs"],
+        BTreeSet::from(["ex/finished.rs".to_string()]),
+        "{g:#?}"
+    );
+    let found = circles(&parts_apart(g));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    for f in ["ex/finished.rs", "ex/jobs.rs", "function.rs", "services.rs"] {
+        assert!(found[0].iter().any(|x| x == f), "{f}: {found:#?}");
+    }
+    // two siblings reaching each other by `super::` are a circle
+    let siblings: BTreeMap<String, String> = [
+        ("p/mod.rs", "mod read;\nmod screen;"),
+        ("p/read.rs", "fn r() { super::screen::look() }"),
+        ("p/screen.rs", "use super::read::compile;"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(circles(&parts_apart(graph_of(&siblings))).len(), 1);
+    // a parent and its parts alone are not one
+    let facade: BTreeMap<String, String> = [
+        ("q/mod.rs", "mod a;\npub use a::A;\nfn helper() {}"),
+        ("q/a.rs", "pub struct A;\nfn f() { super::helper() }"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let g = graph_of(&facade);
+    assert!(g["q/mod.rs"].contains("q/a.rs"), "the edge is seen: {g:#?}");
+    assert!(circles(&parts_apart(g)).is_empty());
+}
+
+/// The import circles of a graph (strongly connected components of more
+/// than one file), each sorted.
+fn circles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     // Tarjan's strongly connected components.
     struct St<'a> {
         g: &'a BTreeMap<String, BTreeSet<String>>,
@@ -489,7 +692,7 @@ fn no_files_import_each_other_in_a_circle() {
         }
     }
     let mut st = St {
-        g: &g,
+        g,
         index: BTreeMap::new(),
         low: BTreeMap::new(),
         stack: Vec::new(),
@@ -502,7 +705,10 @@ fn no_files_import_each_other_in_a_circle() {
             visit(&mut st, v);
         }
     }
-    assert!(st.circles.is_empty(), "import circles: {:#?}", st.circles);
+    st.circles
+        .into_iter()
+        .map(|c| c.into_iter().map(String::from).collect())
+        .collect()
 }
 
 #[test]
@@ -545,12 +751,58 @@ fn the_parser_sees_what_rust_sees() {
         #[cfg(test)]
         use crate::also_test_only::Y;
         pub use crate::g::H;
+        use super::sib::{One, two::Two};
+        use self::kid::K;
+        mod kid;
+        let k = kid::make();
+        let no = std::kid::NotOurs;
+        fn y() -> super::super::top::T { todo!() }
         "#,
     ));
-    let mut got = crate_paths(&code);
+    let mut got = module_paths(&code, "m::n");
     got.sort();
     assert_eq!(
         got,
-        vec!["a::b", "a::c", "a::c::d", "a::e", "g::H", "inline::Path"]
+        vec![
+            "a::b",
+            "a::c",
+            "a::c::d",
+            "a::e",
+            "g::H",
+            "inline::Path",
+            "m::n::kid::K",
+            "m::n::kid::make",
+            "m::sib::One",
+            "m::sib::two::Two",
+            "top::T",
+        ]
+    );
+}
+
+/// Every top-level module is on the map: named in lib.rs's module map and
+/// in ARCHITECTURE.md's layer diagram, so neither goes stale silently.
+#[test]
+fn every_module_is_on_both_maps() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    let arch = std::fs::read_to_string(src().join("../ARCHITECTURE.md")).unwrap();
+    let mods: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod ")?.strip_suffix(';'))
+        .filter(|m| *m != "testkit")
+        .collect();
+    assert!(mods.len() > 10, "{mods:?}");
+    let doc: String = lib.lines().filter(|l| l.starts_with("//!")).collect();
+    let off_lib: Vec<&&str> = mods
+        .iter()
+        .filter(|m| !doc.contains(&format!("[`{m}`]")))
+        .collect();
+    let off_arch: Vec<&&str> = mods
+        .iter()
+        .filter(|m| !arch.contains(&format!("src/{m}/")) && !arch.contains(&format!("src/{m}.rs")))
+        .collect();
+    assert!(off_lib.is_empty(), "not in lib.rs's map: {off_lib:?}");
+    assert!(
+        off_arch.is_empty(),
+        "not in ARCHITECTURE.md's layers: {off_arch:?}"
     );
 }

@@ -7,7 +7,9 @@
 //! every future completion and no replay. Delivery is fire-and-forget with
 //! the binding's metadata; a slow subscriber delays nothing.
 
-use super::jobs::JobStatus;
+// the event is the jobs' own record of an end (machinery); this file is the
+// trigger type that publishes it
+pub use super::jobs::JobFinishedEvent;
 use crate::error::Failure;
 use crate::function::{TriggerProvider, TriggerTypeDef, schema_of};
 use crate::ports::Binding;
@@ -25,33 +27,6 @@ pub const ID: &str = "shell::job-finished";
 pub struct JobFinishedConfig {
     /// Replay a terminal job while its record is retained in worker memory.
     pub job_id: Option<String>,
-}
-
-/// What ended; the job's output is one `shell::status` call away.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(
-    title = "JobFinishedEvent",
-    description = "What ended. Lean by design, like [`crate::events::ChangedEvent`]: a subscriber \
-                   that wants the job's output asks `shell::status`."
-)]
-pub struct JobFinishedEvent {
-    // no description: the contract publishes none for this field
-    pub job_id: String,
-    /// The command as spawned, so a subscriber bound without a `job_id` filter can tell jobs apart without a second call.
-    pub argv: Vec<String>,
-    /// `finished`, `killed`, or `failed` — never `running`.
-    pub status: JobStatus,
-    /// `None` when the job never produced one (killed before exit, or a sandbox response that carried no code).
-    pub exit_code: Option<i32>,
-    // milliseconds since the Unix epoch
-    pub started_at_ms: u64,
-    // milliseconds since the Unix epoch
-    pub finished_at_ms: u64,
-    // elapsed milliseconds, from a monotonic clock
-    pub duration_ms: u64,
-    /// The signal that ended the process (`SIGKILL`, `SIGTERM`, ...); absent when it exited by itself.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signal: Option<String>,
 }
 
 /// Decode a binding config: an object (or null) whose only field is an

@@ -24,7 +24,6 @@
 //! re-checks or re-limits a job that is already running.
 
 use super::capture::Keep;
-use super::job_finished::JobFinishedEvent;
 use super::process::{DRAIN_GRACE, KILL_GRACE, LiveGroups, Outputs, Process};
 use crate::error::{Class, Failure};
 use crate::ports::{Binding, Outbound};
@@ -46,6 +45,33 @@ pub const MAX_RETAINED: usize = 1024;
 pub const MAX_RETAINED_OUTPUT: usize = 256 * 1024 * 1024;
 
 // A job's lifecycle state; `running` until it ends, then one terminal state.
+/// What ended; the job's output is one `shell::status` call away.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(
+    title = "JobFinishedEvent",
+    description = "What ended. Lean by design, like [`crate::events::ChangedEvent`]: a subscriber \
+                   that wants the job's output asks `shell::status`."
+)]
+pub struct JobFinishedEvent {
+    // no description: the contract publishes none for this field
+    pub job_id: String,
+    /// The command as spawned, so a subscriber bound without a `job_id` filter can tell jobs apart without a second call.
+    pub argv: Vec<String>,
+    /// `finished`, `killed`, or `failed` — never `running`.
+    pub status: JobStatus,
+    /// `None` when the job never produced one (killed before exit, or a sandbox response that carried no code).
+    pub exit_code: Option<i32>,
+    // milliseconds since the Unix epoch
+    pub started_at_ms: u64,
+    // milliseconds since the Unix epoch
+    pub finished_at_ms: u64,
+    // elapsed milliseconds, from a monotonic clock
+    pub duration_ms: u64,
+    /// The signal that ended the process (`SIGKILL`, `SIGTERM`, ...); absent when it exited by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum JobStatus {

@@ -33,6 +33,7 @@ pub mod start;
 pub mod stop;
 pub mod target;
 pub mod utf8;
+pub mod waiting;
 pub mod write;
 
 pub use session::Sessions;

@@ -3,8 +3,8 @@
 use crate::error::{Class, Failure};
 use crate::function::{Ctx, Flags, FunctionDef, function};
 use crate::pty::keys;
-use crate::pty::read::Waiting;
 use crate::pty::shared::MAX_WRITE_BYTES;
+use crate::pty::waiting::Waiting;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -1,8 +1,8 @@
 //! `shell::pty::start`: a terminal session an agent drives.
 
 use crate::function::{Ctx, Flags, FunctionDef, function};
-use crate::pty::read::Waiting;
 use crate::pty::shared::{Opening, open_session};
+use crate::pty::waiting::Waiting;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
