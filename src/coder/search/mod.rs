@@ -161,6 +161,9 @@ pub struct SearchInput {
     /// Skip paths matching default_exclude_globs (.git, node_modules, …; see coder::info) in content and path results; false searches inside them.
     #[serde(default = "yes")]
     pub use_default_excludes: bool,
+    /// Answer content matches grouped by file in `files` — each file's path and revision once, then its matches — instead of the flat `content_matches` (left empty), which repeats both on every match.
+    #[serde(default)]
+    pub group_by_file: bool,
 }
 
 fn yes() -> bool {
@@ -246,6 +249,65 @@ pub struct SearchOutput {
     /// Present when `include_globs` matched no entry at all: names the folder the globs were matched against (the searched `path`) and how a file there is spelt for them, so a zero-result answer is never silent about its filter.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// With `group_by_file: true`: the content matches, one entry per file, in the order `content_matches` would list them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<FileMatches>>,
+}
+
+/// One file's content matches.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FileMatches {
+    /// Canonical absolute path.
+    pub path: String,
+    /// The file's revision (pass it as expected_revision to edit without a read); absent for a file over max_read_bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    pub matches: Vec<LineMatch>,
+}
+
+/// A match within a [`FileMatches`].
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LineMatch {
+    /// 1-based.
+    pub line: u32,
+    /// 1-based, in characters.
+    pub column: u32,
+    /// The matching line.
+    pub text: String,
+    /// Lines before it (with `context_lines_before`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<Vec<String>>,
+    /// Lines after it (with `context_lines_after`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<Vec<String>>,
+}
+
+/// The flat matches as one entry per file, files in the order of their
+/// first match.
+fn group_by_file(matches: Vec<ContentMatch>) -> Vec<FileMatches> {
+    let mut files: Vec<FileMatches> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for m in matches {
+        let line = LineMatch {
+            line: m.line,
+            column: m.column,
+            text: m.text,
+            before: m.before,
+            after: m.after,
+        };
+        match at.get(&m.path) {
+            Some(&i) => files[i].matches.push(line),
+            None => {
+                at.insert(m.path.clone(), files.len());
+                files.push(FileMatches {
+                    path: m.path,
+                    revision: m.revision,
+                    matches: vec![line],
+                });
+            }
+        }
+    }
+    files
 }
 
 pub fn def() -> FunctionDef {
@@ -254,10 +316,19 @@ pub fn def() -> FunctionDef {
         "Search file contents (literal or regex) and/or paths (files and dirs); first match per \
          line only; `^`/`$` anchor at line ends. Each content match carries its file's \
          `revision` (pass it as expected_revision to edit without a read). default_exclude_globs \
-         noise is skipped unless use_default_excludes: false. truncated: true means refine the query, not paginate. Paths: relative to the primary \
+         noise is skipped unless use_default_excludes: false. truncated: true means refine the query, not paginate. group_by_file: true answers \
+         `files` (path and revision once per file, then its matches) instead of the flat \
+         content_matches. Paths: relative to the primary \
          root or absolute inside an allowed root (see coder::info).",
         Flags::NONE,
-        |ctx: Ctx, req: SearchInput| async move { search(&ctx, req).await },
+        |ctx: Ctx, req: SearchInput| async move {
+            let grouped = req.group_by_file;
+            let mut out = search(&ctx, req).await?;
+            if grouped {
+                out.files = Some(group_by_file(std::mem::take(&mut out.content_matches)));
+            }
+            Ok(out)
+        },
     )
 }
 
@@ -416,6 +487,7 @@ pub(crate) fn run(
         stop_reason,
         files_scanned: scanned.files_scanned,
         note,
+        files: None,
     })
 }
 

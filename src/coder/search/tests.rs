@@ -1158,3 +1158,47 @@ async fn a_carriage_return_in_a_regex_says_dollar_already_ends_a_crlf_line() {
     assert_eq!(m.len(), 1, "{out}");
     assert_eq!(m[0]["text"], "value = 512");
 }
+
+#[tokio::test]
+async fn grouped_matches_say_each_files_path_and_revision_once() {
+    let body = |n: usize| {
+        (0..n)
+            .map(|i| format!("x = {i} # TODO\n"))
+            .collect::<String>()
+    };
+    let (a, b, c) = (body(12), body(9), body(6));
+    let t = tree(&[("pkg/a.py", &a), ("pkg/b.py", &b), ("pkg/c.py", &c)]);
+    let mut req = content("TODO");
+    let flat = t.ok(req.clone()).await;
+    req["group_by_file"] = json!(true);
+    let grouped = t.ok(req).await;
+    assert_eq!(grouped["content_matches"], json!([]), "{grouped}");
+    let files = grouped["files"].as_array().unwrap();
+    assert_eq!(files.len(), 3, "{grouped}");
+    // the same matches, each file's path and revision said once
+    let mut regrouped = Vec::new();
+    for f in files {
+        for m in f["matches"].as_array().unwrap() {
+            assert!(
+                m.get("path").is_none() && m.get("revision").is_none(),
+                "{m}"
+            );
+            regrouped.push(json!({"path": f["path"], "revision": f["revision"],
+                                  "line": m["line"], "column": m["column"], "text": m["text"]}));
+        }
+    }
+    let mut flat_matches = flat["content_matches"].as_array().unwrap().clone();
+    let key = |v: &Value| format!("{}:{}", v["path"], v["line"]);
+    flat_matches.sort_by_key(key);
+    regrouped.sort_by_key(key);
+    assert_eq!(regrouped, flat_matches);
+    let a_rev = files
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("a.py"))
+        .unwrap()["revision"]
+        .clone();
+    assert_eq!(a_rev, crate::coder::revision_of(a.as_bytes()));
+    // 27 matches: the grouped answer is well under the flat one
+    let (f, g) = (flat.to_string().len(), grouped.to_string().len());
+    assert!(g * 2 < f, "grouped {g} bytes vs flat {f}");
+}
