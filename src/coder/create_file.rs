@@ -117,8 +117,17 @@ async fn create(ctx: &Ctx, req: CreateFileInput) -> Result<CreateFileOutput, Fai
             Ok((path, mode)) => {
                 let max_write = ctx.runtime.config.fs.max_write_bytes;
                 let rec = ctx.scope.recorder();
-                blocking(move || write_one(&spec, &path, mode, max_write, &rec).map(|r| (path, r)))
-                    .await
+                let services = ctx.services.clone();
+                blocking(move || {
+                    let r = write_one(&spec, &path, mode, max_write, &rec)?;
+                    // a later stale edit of this revision can be explained
+                    services
+                        .journals
+                        .seen
+                        .remember(&r.1, spec.content.as_bytes());
+                    Ok((path, r))
+                })
+                .await
             }
             Err(f) => Err(f),
         };

@@ -219,6 +219,9 @@ pub struct Tap<R> {
     last: Option<u8>,
     /// Bytes read through so far.
     seen: u64,
+    /// Every byte read through, while they stay within `keep_cap`.
+    kept: Option<Vec<u8>>,
+    keep_cap: usize,
 }
 
 impl<R: Read> Tap<R> {
@@ -230,7 +233,17 @@ impl<R: Read> Tap<R> {
             newlines: 0,
             last: None,
             seen: 0,
+            kept: None,
+            keep_cap: 0,
         }
+    }
+
+    /// Keep a copy of what goes through, for a stream of at most `cap`
+    /// bytes (a longer one keeps nothing): [`Tap::finish_keeping`].
+    pub fn keeping(mut self, cap: usize) -> Tap<R> {
+        self.kept = Some(Vec::new());
+        self.keep_cap = cap;
+        self
     }
 
     /// Read the rest of the stream; then the revision (SHA-256 hex) and the
@@ -243,12 +256,22 @@ impl<R: Read> Tap<R> {
     /// [`Tap::finish`], reading at most `limit` bytes in all: `None` when
     /// the stream holds more (a file that grew past `fs.max_read_bytes`
     /// while it was read has no revision, rather than one of a prefix).
-    pub fn finish_within(mut self, limit: u64) -> Result<Option<(String, u64)>, Failure> {
+    pub fn finish_within(self, limit: u64) -> Result<Option<(String, u64)>, Failure> {
+        self.finish_keeping(limit).map(|(done, _)| done)
+    }
+
+    /// [`Tap::finish_within`], and the whole stream's bytes when it was
+    /// made [`Tap::keeping`] and they fit.
+    #[allow(clippy::type_complexity)]
+    pub fn finish_keeping(
+        mut self,
+        limit: u64,
+    ) -> Result<(Option<(String, u64)>, Option<Vec<u8>>), Failure> {
         use sha2::Digest;
         let mut buf = vec![0u8; SCAN_BUFFER];
         loop {
             if self.seen > limit {
-                return Ok(None);
+                return Ok((None, None));
             }
             let room = usize::try_from(limit - self.seen)
                 .unwrap_or(usize::MAX)
@@ -262,10 +285,11 @@ impl<R: Read> Tap<R> {
             }
         }
         if self.seen > limit {
-            return Ok(None);
+            return Ok((None, None));
         }
         let total = self.newlines + u64::from(self.last.is_some_and(|b| b != b'\n'));
-        Ok(Some((super::hex(&self.hasher.finalize()), total)))
+        let kept = self.kept.take();
+        Ok((Some((super::hex(&self.hasher.finalize()), total)), kept))
     }
 }
 
@@ -279,6 +303,13 @@ impl<R: Read> Read for Tap<R> {
             self.newlines += memchr::memchr_iter(b'\n', got).count() as u64;
             self.last = got.last().copied();
             self.seen += n as u64;
+            if let Some(k) = &mut self.kept {
+                if k.len() + n > self.keep_cap {
+                    self.kept = None;
+                } else {
+                    k.extend_from_slice(got);
+                }
+            }
         }
         Ok(n)
     }

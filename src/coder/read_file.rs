@@ -288,7 +288,9 @@ fn read_one(
     budget: Option<u64>,
     max_read: Option<u64>,
     over_budget: &dyn Fn(&Opened, u64) -> Failure,
+    seen: &crate::journal::seen::Seen,
 ) -> Result<Answer, Failure> {
+    use crate::journal::seen::MAX_ENTRY;
     let (file, o) = open_file(raw, &target)?;
     let mut a = Answer {
         path: o.canonical.display().to_string(),
@@ -304,13 +306,14 @@ fn read_one(
     let prefixed = |f: Failure| Failure::new(f.class, format!("{raw:?}: {}", f.message));
     match plan {
         Plan::Stat if hashed => {
-            let mut tap = lines::Tap::new(file);
+            let mut tap = lines::Tap::new(file).keeping(MAX_ENTRY);
             let (total, valid) = lines::scan(&mut tap).map_err(prefixed)?;
             // None: it grew past max_read_bytes while it was read
-            a.revision = tap
-                .finish_within(hash_limit)
-                .map_err(prefixed)?
-                .map(|(revision, _)| revision);
+            let (whole, kept) = tap.finish_keeping(hash_limit).map_err(prefixed)?;
+            a.revision = whole.map(|(revision, _)| revision);
+            if let (Some(r), Some(k)) = (&a.revision, kept) {
+                seen.remember(r, &k);
+            }
             a.total_lines = Some(total);
             a.is_utf8 = Some(valid);
         }
@@ -327,10 +330,14 @@ fn read_one(
             // A file over max_read_bytes is not hashed: its window reads
             // only up to what it returns.
             let (window, whole) = if hashed {
-                let mut tap = lines::Tap::new(file);
+                let mut tap = lines::Tap::new(file).keeping(MAX_ENTRY);
                 let window = lines::read_window(&mut tap, from, to, cap, numbered);
                 let window = window.map_err(prefixed)?;
-                (window, tap.finish_within(hash_limit).map_err(prefixed)?)
+                let (whole, kept) = tap.finish_keeping(hash_limit).map_err(prefixed)?;
+                if let (Some((r, _)), Some(k)) = (&whole, kept) {
+                    seen.remember(r, &k);
+                }
+                (window, whole)
             } else {
                 let window = lines::read_window(file, from, to, cap, numbered);
                 (window.map_err(prefixed)?, None)
@@ -389,7 +396,9 @@ fn read_one(
                     return Err(over_budget(&o, total));
                 }
             }
-            a.revision = Some(revision_of(&bytes));
+            let revision = revision_of(&bytes);
+            seen.remember(&revision, &bytes);
+            a.revision = Some(revision);
             a.size = bytes.len() as u64;
             a.cost = content.len() as u64;
             a.content = Some(content);
@@ -489,6 +498,7 @@ async fn single(
         _ => None,
     };
     let raw_for_err = raw.clone();
+    let services = ctx.services.clone();
     let a = blocking(move || {
         let over = |o: &Opened, total: u64| {
             let b = budget.unwrap_or(0);
@@ -504,7 +514,8 @@ async fn single(
                 ),
             )
         };
-        read_one(&raw_for_err, resolved, plan, budget, max_read, &over)
+        let seen = &services.journals.seen;
+        read_one(&raw_for_err, resolved, plan, budget, max_read, &over, seen)
     })
     .await?;
     Ok(ReadFileOutput {
@@ -616,6 +627,7 @@ async fn batch(
         }
         let budget = (!matches!(plan, Plan::Stat)).then_some(remaining);
         let raw_c = raw.clone();
+        let services = ctx.services.clone();
         let answer = blocking(move || {
             let over = |o: &Opened, total: u64| {
                 Failure::new(
@@ -628,7 +640,8 @@ async fn batch(
                     ),
                 )
             };
-            read_one(&raw_c, resolved, plan, budget, max_read, &over)
+            let seen = &services.journals.seen;
+            read_one(&raw_c, resolved, plan, budget, max_read, &over, seen)
         })
         .await;
         match answer {

@@ -36,6 +36,7 @@
 
 pub mod marks;
 pub mod scope;
+pub mod seen;
 
 pub use scope::{Call, Journals, Scope};
 

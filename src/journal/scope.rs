@@ -24,6 +24,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub struct Journals {
     open: Mutex<HashMap<PathBuf, Arc<Journal>>>,
     marks: Arc<OwnWrites>,
+    /// Contents of revisions recently read or written, for stale writes.
+    pub seen: super::seen::Seen,
 }
 
 impl Journals {

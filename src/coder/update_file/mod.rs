@@ -13,6 +13,7 @@
 mod edit;
 mod line_ops;
 mod replace;
+mod stale;
 
 use super::create_file::{check_revision, check_write_size};
 use super::lines::count_lines;
@@ -74,6 +75,9 @@ pub struct UpdateFileSpec {
     /// Optimistic-concurrency guard: the `revision` from any coder::read-file of this file (full, window, stat or batch entry); if the file changed since, the entry fails C221 (naming the current revision) and nothing is written.
     #[serde(default)]
     pub expected_revision: Option<String>,
+    /// With `expected_revision`, when the file changed since that revision but every line the line ops target is unchanged (only moved by an edit elsewhere): apply the ops at the lines' new numbers instead of failing C221. Line ops only (a file with replace/edit ops is never rebased); needs the worker to still hold that revision's content (it keeps what it recently served or wrote), otherwise C221 as without it.
+    #[serde(default)]
+    pub rebase_lines: bool,
 }
 
 /// Edit one or more files.
@@ -131,6 +135,11 @@ pub struct UpdateFileResult {
     pub echoes_truncated: bool,
     /// Structured error for this entry (e.g. `"C211"` not-found-or-denied, `"C210"` bad input such as overlapping ops, `"C221"` stale expected_revision).
     pub error: Option<WireError>,
+    /// Present (true) when `rebase_lines` moved the line ops onto the file's current numbering; `rebased_from` is the revision they were written against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rebased: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rebased_from: Option<String>,
 }
 
 /// Per-file results, in request order.
@@ -179,8 +188,12 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
             Ok(r) if !r.exists => Err(Failure::not_found(&spec.path)),
             Ok(r) => {
                 let rec = ctx.scope.recorder();
-                blocking(move || edit_file(&spec, &r, max_write, &rec).map(|out| (r.path, out)))
-                    .await
+                let services = ctx.services.clone();
+                blocking(move || {
+                    let seen = &services.journals.seen;
+                    edit_file(&spec, &r, max_write, &rec, seen).map(|out| (r.path, out))
+                })
+                .await
             }
         };
         results.push(match outcome {
@@ -195,6 +208,8 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
                 echoes: done.echoes.echoes,
                 echoes_truncated: done.echoes.truncated,
                 error: None,
+                rebased: done.rebased_from.is_some().then_some(true),
+                rebased_from: done.rebased_from,
             },
             Err(f) => UpdateFileResult {
                 change_id: ctx.scope.take_first(),
@@ -207,6 +222,8 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
                 echoes: Vec::new(),
                 echoes_truncated: false,
                 error: Some(f.to_wire(Surface::Coder)),
+                rebased: None,
+                rebased_from: None,
             },
         });
     }
@@ -223,6 +240,8 @@ struct Done {
     new_line_count: u64,
     revision: String,
     echoes: Echoes,
+    /// The revision the line ops were written against, when rebased.
+    rebased_from: Option<String>,
 }
 
 /// The shape a file had, restored when it is written back.
@@ -301,6 +320,7 @@ fn edit_file(
     path: &Resolved,
     max_write: u64,
     rec: &Recorder,
+    seen: &crate::journal::seen::Seen,
 ) -> Result<Done, Failure> {
     let raw = spec.path.as_str();
     if spec.ops.is_empty() {
@@ -320,20 +340,6 @@ fn edit_file(
         .map_err(|e| Failure::from_io(raw, &e))?;
     check_write_size(raw, original.len() as u64, max_write)?;
     let original_revision = revision_of(&original);
-    if let Some(expected) = &spec.expected_revision {
-        if *expected != original_revision {
-            return Err(Failure::new(
-                Class::RevisionConflict,
-                format!(
-                    "{raw:?} changed since it was read (current revision {original_revision}, \
-                     expected {expected}); nothing was written. Re-read the lines you are \
-                     changing — a windowed coder::read-file (line_from/line_to) is enough, it \
-                     returns the whole file's current revision — and retry with that revision \
-                     as expected_revision"
-                ),
-            ));
-        }
-    }
     let (body, shape) = decode(raw, &original)?;
     let mut echoes = Echoes::default();
     // Ops may not grow the body past what may be written (1 GiB when
@@ -368,6 +374,57 @@ fn edit_file(
             _ => continue,
         };
         line_ops.push((i, lo));
+    }
+    let mut rebased_from = None;
+    if let Some(expected) = &spec.expected_revision
+        && *expected != original_revision
+    {
+        let only_line_ops = line_ops.len() == spec.ops.len();
+        let stale = seen.get(expected).and_then(|old| {
+            let (old_body, _) = decode(raw, &old).ok()?;
+            Some(stale::explain(&old_body, &body, &line_ops))
+        });
+        match stale {
+            Some(stale::Stale {
+                rebased: Some(moved),
+                ..
+            }) if spec.rebase_lines && only_line_ops => {
+                line_ops = moved;
+                rebased_from = Some(expected.clone());
+            }
+            Some(st) => {
+                let next = if st.rebased.is_some() && only_line_ops && !spec.rebase_lines {
+                    format!(
+                        "Retry with expected_revision {original_revision} and the moved line \
+                         numbers, or the same call with rebase_lines: true"
+                    )
+                } else {
+                    "Re-read the lines you are changing (a windowed coder::read-file is \
+                     enough) and retry with the revision it returns"
+                        .to_string()
+                };
+                return Err(Failure::new(
+                    Class::RevisionConflict,
+                    format!(
+                        "{raw:?} changed since revision {expected} (current revision \
+                         {original_revision}); nothing was written. {}. {next}",
+                        st.explanation
+                    ),
+                ));
+            }
+            None => {
+                return Err(Failure::new(
+                    Class::RevisionConflict,
+                    format!(
+                        "{raw:?} changed since it was read (current revision {original_revision}, \
+                         expected {expected}); nothing was written. Re-read the lines you are \
+                         changing — a windowed coder::read-file (line_from/line_to) is enough, it \
+                         returns the whole file's current revision — and retry with that revision \
+                         as expected_revision"
+                    ),
+                ));
+            }
+        }
     }
     let mut body = body;
     if !line_ops.is_empty() {
@@ -464,6 +521,9 @@ fn edit_file(
         check_revision(raw, path, &original_revision)?;
         write_hashed(path.loc(), &hashed, None, Clobber::Replace, rec)
             .map_err(|e| Failure::from_io(raw, &e))?;
+        // the revision the caller chains from is one a later stale edit
+        // can be explained against
+        seen.remember(&hashed.revision(), &bytes);
     }
     Ok(Done {
         changed,
@@ -471,6 +531,7 @@ fn edit_file(
         new_line_count: count_lines(body.as_bytes()),
         revision: hashed.revision(),
         echoes,
+        rebased_from,
     })
 }
 

@@ -421,3 +421,80 @@ async fn ops_that_change_nothing_write_nothing_and_say_so() {
     assert_eq!(r["changed"], true, "{r}");
     assert_eq!(j.read("f"), b"alpha\ngamma\n");
 }
+
+/// A guarded edit after another writer inserted a line above it: the
+/// refusal says what changed and where the lines went; asked to, the ops
+/// are moved over; a changed target is never moved.
+#[tokio::test]
+async fn a_stale_edit_says_what_changed_and_rebases_when_asked() {
+    let j = Jail::new();
+    let body: String = (1..=130).map(|i| format!("line {i}\n")).collect();
+    j.write("m.py", &body);
+    // the caller read a window: the worker served that revision
+    let r = j
+        .call(
+            "coder::read-file",
+            json!({"path": "m.py", "line_from": 111, "line_to": 128}),
+        )
+        .await
+        .unwrap();
+    let seen = r["revision"].as_str().unwrap().to_string();
+    // another writer inserts a line at the top
+    std::fs::write(j.path("m.py"), format!("# header\n{body}")).unwrap();
+    let guarded = |rebase: bool| {
+        json!({"files": [{"path": "m.py", "expected_revision": seen, "rebase_lines": rebase,
+            "ops": [{"op": "update_lines", "from_line": 111, "to_line": 128, "content": "new body\n"}]}]})
+    };
+    let (code, msg) = j.call(ID, guarded(false)).await.unwrap_err();
+    assert_eq!(code, "C221");
+    assert!(msg.contains("1 line inserted before your line 1"), "{msg}");
+    assert!(
+        msg.contains("ops[0] lines 111–128 are now 112–129, unchanged"),
+        "{msg}"
+    );
+    assert!(msg.contains("rebase_lines: true"), "{msg}");
+    assert!(msg.contains("nothing was written"), "{msg}");
+    assert_eq!(
+        std::fs::read_to_string(j.path("m.py")).unwrap(),
+        format!("# header\n{body}")
+    );
+    // asked to: the ops land on the lines' new numbers
+    let v = j.call(ID, guarded(true)).await.unwrap();
+    let e = &v["results"][0];
+    assert_eq!(e["success"], true, "{v}");
+    assert_eq!(e["rebased"], true, "{v}");
+    assert_eq!(e["rebased_from"], seen.as_str(), "{v}");
+    let now = std::fs::read_to_string(j.path("m.py")).unwrap();
+    let lines: Vec<&str> = now.lines().collect();
+    assert_eq!(lines[0], "# header");
+    assert_eq!(lines[110], "line 110");
+    assert_eq!(lines[111], "new body");
+    assert_eq!(lines[112], "line 129");
+    // the write's revision chains: an edit against it after another
+    // writer changed the targeted line is refused even when asked to rebase
+    let chained = e["revision"].as_str().unwrap().to_string();
+    std::fs::write(j.path("m.py"), now.replace("line 110\n", "line one-ten\n")).unwrap();
+    let (code, msg) = j
+        .call(
+            ID,
+            json!({"files": [{"path": "m.py", "expected_revision": chained, "rebase_lines": true,
+                "ops": [{"op": "remove", "from_line": 110, "to_line": 111}]}]}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code, "C221");
+    assert!(msg.contains("your line 111 replaced by 1 line"), "{msg}");
+    assert!(msg.contains("were changed by the other writer"), "{msg}");
+    assert!(!msg.contains("rebase_lines: true"), "{msg}");
+    // a revision the worker never served: the plain refusal
+    let (code, msg) = j
+        .call(
+            ID,
+            json!({"files": [{"path": "m.py", "expected_revision": "0".repeat(64), "rebase_lines": true,
+                "ops": [{"op": "remove", "from_line": 1, "to_line": 1}]}]}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code, "C221");
+    assert!(msg.contains("changed since it was read"), "{msg}");
+}
