@@ -67,14 +67,17 @@ pub struct CreateFileInput {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct CreateFileResult {
     /// Change-history id of this entry's change (`coder::change-diff`, `shell::turns::revert`); null when nothing was changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub change_id: Option<String>,
     /// Canonical absolute path (resolved through the jail); the caller's input verbatim when resolution failed.
     pub path: String,
     pub success: bool,
     pub bytes_written: u64,
     /// Revision (SHA-256 hex) of the exact bytes written. Supply this as `expected_revision` on a later overwrite to avoid lost updates.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
     /// Structured error for this entry. `code` is stable for programmatic branching (e.g. `"C213"` means already-exists; pass `overwrite=true` to replace). `message` carries the corrective action.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<WireError>,
 }
 

@@ -38,6 +38,7 @@ pub struct DeleteFileInput {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct DeleteFileResult {
     /// Change-history id of this entry's change (`coder::change-diff`, `shell::turns::revert`); null when nothing was changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub change_id: Option<String>,
     /// Canonical absolute path (resolved through the jail); the caller's input verbatim when resolution failed.
     pub path: String,
@@ -45,6 +46,7 @@ pub struct DeleteFileResult {
     /// True when something was removed; false for a path that was already absent.
     pub removed: bool,
     /// Structured error for this entry (e.g. `"C211"` for not-found-or-denied, `"C210"` for refusing to delete an allowed root, `"C214"` for a non-empty directory without recursive).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<WireError>,
 }
 

@@ -59,6 +59,7 @@ pub struct MoveFileInput {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct MoveFileResult {
     /// Change-history id of this entry's change (`coder::change-diff`, `shell::turns::revert`); null when nothing was changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub change_id: Option<String>,
     /// Canonical absolute path of the source (resolved through the jail); the caller's input verbatim when resolution failed.
     pub from: String,
@@ -68,6 +69,7 @@ pub struct MoveFileResult {
     /// True only when the move fully completed; false for a no-op self-move (`from` and `to` resolve to the same file).
     pub moved: bool,
     /// Structured error for this entry (`"C213"`: destination exists, pass overwrite=true; `"C210"`: disallowed operation such as a cross-filesystem directory move, moving a root, or a destination that is a directory — the message then names the corrected target path).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<WireError>,
 }
 

@@ -1386,9 +1386,9 @@ impl Sessions {
         Err(Failure::new(
             Class::TooLarge,
             format!(
-                "{} terminal sessions are open, the most pty.max_sessions ({max}) allows; close \
-                 one (shell::pty::sessions lists them, shell::pty::close ends one) or raise \
-                 pty.max_sessions",
+                "{} terminal sessions are open, the most pty.max_sessions ({max}) allows; end \
+                 one (shell::pty::sessions lists them; shell::pty::stop ends a session an agent \
+                 started, shell::pty::close a console's) or raise pty.max_sessions",
                 self.len()
             ),
         ))

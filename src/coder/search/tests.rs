@@ -951,7 +951,7 @@ fn request_schema_matches_the_contract() {
         .filter(|k| !expected.contains_key(*k))
         .collect();
     extra.sort();
-    assert_eq!(extra, ["base_dir"]);
+    assert_eq!(extra, ["base_dir", "group_by_file"]);
     assert!(schema.get("description").is_none());
 }
 

@@ -117,6 +117,7 @@ pub struct OpEcho {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct UpdateFileResult {
     /// Change-history id of this entry's change (`coder::change-diff`, `shell::turns::revert`); null when nothing was changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub change_id: Option<String>,
     /// Canonical absolute path (resolved through the jail); the caller's input verbatim when resolution failed.
     pub path: String,
@@ -128,12 +129,14 @@ pub struct UpdateFileResult {
     /// False when the ops produced exactly the bytes already on disk: nothing was written (same inode, same mtime), e.g. a `replace` that matched nothing.
     pub changed: bool,
     /// Revision (SHA-256 hex) of the bytes written; pass it as `expected_revision` on the next edit.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
     /// Per-op bounded post-apply echoes for edit verification. Empty on failure.
     pub echoes: Vec<OpEcho>,
     /// True when the total echo budget (~4 KiB) was exhausted before all op echoes could be emitted.
     pub echoes_truncated: bool,
     /// Structured error for this entry (e.g. `"C211"` not-found-or-denied, `"C210"` bad input such as overlapping ops, `"C221"` stale expected_revision).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<WireError>,
     /// Present (true) when `rebase_lines` moved the line ops onto the file's current numbering; `rebased_from` is the revision they were written against.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -399,8 +402,9 @@ fn edit_file(
                          numbers, or the same call with rebase_lines: true"
                     )
                 } else {
-                    "Re-read the lines you are changing (a windowed coder::read-file is \
-                     enough) and retry with the revision it returns"
+                    "Re-read the lines you are changing — a windowed coder::read-file \
+                     (line_from/line_to) is enough, it returns the whole file's current \
+                     revision — and retry with that revision as expected_revision"
                         .to_string()
                 };
                 return Err(Failure::new(
