@@ -646,9 +646,20 @@ impl Session {
     /// Write input to the program; how many bytes it took (fewer when it
     /// stopped reading for [`WRITE_WAIT`]).
     pub async fn write(&self, data: &[u8]) -> Result<usize, Failure> {
-        if let Status::Exited(_) = self.status() {
+        if let Status::Exited(end) = self.status() {
+            let how = match (end.exit_code, &end.signal) {
+                (Some(c), _) => format!(" with exit code {c}"),
+                (None, Some(sig)) => format!(" by {sig}"),
+                _ => String::new(),
+            };
+            let next = if self.st().driven {
+                "shell::pty::read still answers its last output, shell::pty::stop forgets it, \
+                 shell::pty::start starts a new one"
+            } else {
+                "its output stays attachable until shell::pty::close"
+            };
             return Err(Failure::bad_input(format!(
-                "session {} has exited; its output stays attachable until shell::pty::close",
+                "session {}'s program has exited{how}; {next}",
                 quote(&self.id)
             )));
         }

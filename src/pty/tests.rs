@@ -1173,6 +1173,17 @@ async fn stopping_a_session_whose_program_exited_says_so() {
         )
         .await;
     assert!(r["status"]["exited"].is_object(), "{r}");
+    // typing into it names the agent's next calls and how it ended
+    let err = w
+        .call(
+            "shell::pty::send",
+            json!({"session_id": id, "access_key": key, "text": "x"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("exit code 3"), "{err:?}");
+    assert!(err.message.contains("shell::pty::start"), "{err:?}");
+    assert!(!err.message.contains("shell::pty::close"), "{err:?}");
     let r = w
         .ok(
             "shell::pty::stop",
