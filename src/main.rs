@@ -446,7 +446,7 @@ async fn call(config: &Path, function_id: &str, payload: Option<&str>) -> ExitCo
             return ExitCode::from(2);
         }
     };
-    let services = Services::standalone(runtime);
+    let services = Services::one_shot(runtime);
     let result = catalog.call(&services, function_id, payload).await;
     services.shutdown().await;
     match result {

@@ -50,9 +50,18 @@ impl Services {
         }
     }
 
-    /// Services without an engine (`ide call`, unit tests).
+    /// Services without an engine (`ide mcp`, unit tests).
     pub fn standalone(runtime: Runtime) -> Arc<Services> {
         Arc::new(Services::new(runtime, None, None))
+    }
+
+    /// Services for a process that ends with its one call (`ide call`):
+    /// no engine, and no background work it would not live to use (no
+    /// search index is built; searches scan).
+    pub fn one_shot(runtime: Runtime) -> Arc<Services> {
+        let mut s = Services::new(runtime, None, None);
+        s.index = Arc::new(crate::index::Indexes::one_shot());
+        Arc::new(s)
     }
 
     /// Stop everything the services own (called on worker shutdown):

@@ -85,6 +85,10 @@ pub struct Indexes {
     roots: Mutex<Vec<Arc<Slot>>>,
     /// Searches served from an index.
     served: std::sync::atomic::AtomicU64,
+    /// False in a process that ends with its one call (`ide call`): an
+    /// index it would build is never used, and building one beside the
+    /// call's own scan only slows the call.
+    no_builds: bool,
 }
 
 /// One root's index and its state.
@@ -147,6 +151,15 @@ impl Indexes {
         Indexes::default()
     }
 
+    /// Indexes that never build: for a process that ends with its one call.
+    /// Every search scans.
+    pub fn one_shot() -> Indexes {
+        Indexes {
+            no_builds: true,
+            ..Indexes::default()
+        }
+    }
+
     /// The index of the root holding the directory `at`, synced with every
     /// change made before this call, under `rt`'s policy, with `at`'s path
     /// relative to the index root. `None` when none is ready: a build is
@@ -154,7 +167,7 @@ impl Indexes {
     /// the async runtime.
     pub fn lease(&self, rt: &Arc<Runtime>, at: &Resolved) -> Option<(Lease, PathBuf)> {
         let budget = usize::try_from(rt.config.code.search_index_max_bytes).unwrap_or(usize::MAX);
-        if budget == 0 {
+        if budget == 0 || self.no_builds {
             return None;
         }
         let root = at.root.clone().unwrap_or_else(|| at.path.clone());
@@ -336,6 +349,11 @@ fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize) {
     let spawned = std::thread::Builder::new()
         .name("ide-index".into())
         .spawn(move || {
+            // the build is background work: it runs on what the machine
+            // leaves idle, CPU and disk, so it never slows a caller
+            if let Err(e) = at_idle_priority() {
+                tracing::debug!("search index build at normal priority: {e}");
+            }
             let started = std::time::Instant::now();
             let built = build(&rt, &slot.root, budget);
             let mut st = slot.state.blocking_lock();
@@ -365,6 +383,36 @@ fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize) {
             config: Box::new(crate::config::Config::zero_config()),
         };
     }
+}
+
+/// Put the calling thread in the idle scheduling class (`SCHED_IDLE`: it
+/// runs only when no other thread wants the CPU) and the idle I/O class
+/// (its reads wait for a disk nobody else is using). Per thread: the
+/// worker's other threads keep their priority.
+pub fn at_idle_priority() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: plain syscalls on the calling thread (pid 0) with a valid,
+    // initialised parameter; no memory is handed over.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // ioprio_set(IOPRIO_WHO_PROCESS, 0 = this thread, class IDLE << 13)
+    const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+    const IOPRIO_CLASS_IDLE: libc::c_long = 3;
+    // SAFETY: as above; the syscall takes integers only.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            IOPRIO_WHO_PROCESS,
+            0 as libc::c_long,
+            IOPRIO_CLASS_IDLE << 13,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 fn build(rt: &Arc<Runtime>, root: &Path, budget: usize) -> Result<RootIndex, String> {

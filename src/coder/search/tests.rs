@@ -1202,3 +1202,56 @@ async fn grouped_matches_say_each_files_path_and_revision_once() {
     let (f, g) = (flat.to_string().len(), grouped.to_string().len());
     assert!(g * 2 < f, "grouped {g} bytes vs flat {f}");
 }
+
+/// A process that ends with its one call (`ide call`) never starts an index
+/// build beside its scan; a long-lived one starts one at its first search.
+#[tokio::test]
+async fn a_one_shot_process_builds_no_index() {
+    let mut t = tree(&[("a.rs", "fn main() {}\n"), ("b.rs", "// TODO\n")]);
+    let cfg = t.services.live.snapshot().config.clone();
+    t.services = Services::one_shot(Runtime::build(cfg.clone()).unwrap());
+    for _ in 0..2 {
+        let out = t.ok(content("TODO")).await;
+        assert_eq!(t.hits(&out), ["b.rs:1:4"]);
+    }
+    assert!(
+        t.services.index.describe().is_empty(),
+        "no root was indexed"
+    );
+    assert_eq!(t.services.index.served(), 0);
+    // the same searches on a long-lived worker start a build at once
+    t.services = Services::standalone(Runtime::build(cfg).unwrap());
+    t.ok(content("TODO")).await;
+    let services = t.services.clone();
+    let (roots, settled) = tokio::task::spawn_blocking(move || {
+        let roots = services.index.describe().len();
+        (
+            roots,
+            services.index.settle(std::time::Duration::from_secs(60)),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(roots, 1, "the first search started a build");
+    assert!(settled);
+}
+
+/// The build thread gives way: the idle CPU class and the idle I/O class,
+/// for that thread alone.
+#[test]
+fn an_index_build_runs_at_idle_priority() {
+    let (policy, ioprio) = std::thread::spawn(|| {
+        crate::index::at_idle_priority().expect("idle priority is open to any thread");
+        // SAFETY: plain queries on the calling thread
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        let ioprio =
+            unsafe { libc::syscall(libc::SYS_ioprio_get, 1 as libc::c_long, 0 as libc::c_long) };
+        (policy, ioprio)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(policy, libc::SCHED_IDLE);
+    assert_eq!(ioprio >> 13, 3, "the idle I/O class");
+    // the thread that asked is the only one changed
+    assert_ne!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_IDLE);
+}
