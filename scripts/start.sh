@@ -14,7 +14,7 @@ bin=${IDE_BIN:-"$here/target/release/ide"}
 if [ ! -x "$bin" ]; then
   echo "ide: $bin does not exist or is not executable, so ide cannot start." >&2
   echo "ide: build it once (a few minutes), then start the container again:" >&2
-  echo "ide:   cd $here && cargo build --release --locked" >&2
+  echo "ide:   cd $here && sh scripts/install.sh   (cargo build --release --locked, then the debug information split off)" >&2
   exit 127
 fi
 exec "$bin" "$@"
