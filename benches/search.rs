@@ -11,7 +11,7 @@
 //!
 //! The tree is a copy of the local cargo registry sources
 //! (`$CARGO_HOME/registry/src`, else `$HOME/.cargo/registry/src`), topped up
-//! by copying crates again until it holds at least 20,000 files and 200 MB.
+//! by copying crates again until it holds at least 45,000 files and 200 MB.
 //! `IDE_BENCH_TREE=<dir>` searches an existing tree instead (nothing is
 //! copied or deleted); `IDE_BENCH_REPS` sets the repetitions (default 9).
 //! Needs `rg` on PATH (`apt-get install -y ripgrep`).
@@ -30,7 +30,7 @@ use search_tree::{MAX_READ_BYTES, ide_count, measure, median, ms, rg_command, ru
 use std::path::PathBuf;
 use std::process::Command;
 
-const MIN_FILES: usize = 20_000;
+const MIN_FILES: usize = 45_000;
 const MIN_BYTES: u64 = 200 * 1024 * 1024;
 
 struct Query {
