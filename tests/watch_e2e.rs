@@ -153,9 +153,20 @@ impl World {
 
     /// The watcher thread ends just after it closed its inotify fd.
     async fn wait_no_threads(&self) {
+        self.wait_threads(0).await;
+    }
+
+    /// Wait until `want` watcher threads run. The watches are added before
+    /// the watcher's thread starts (and a thread takes its name once it
+    /// runs), so the count is awaited, never sampled once.
+    async fn wait_threads(&self, want: usize) {
         let deadline = Instant::now() + WAIT;
-        while self.watch_threads() != 0 {
-            assert!(Instant::now() < deadline, "ide-watch threads left");
+        while self.watch_threads() != want {
+            assert!(
+                Instant::now() < deadline,
+                "{} ide-watch threads, want {want}",
+                self.watch_threads()
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
@@ -450,7 +461,8 @@ async fn shared_watcher_is_torn_down_with_its_last_binding() {
         .bind("e2e::shared", config.clone(), Some(json!({"b": 2})))
         .await;
     assert_eq!(w.inotify_watches(), 3);
-    assert_eq!(w.watch_threads(), 1);
+    // one watcher thread for both bindings: awaited, then it must stay one
+    w.wait_threads(1).await;
     write(&w.w("f"), "x");
     feed.until("f").await;
     // each binding gets the event with its own metadata and seq 1
