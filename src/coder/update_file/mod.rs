@@ -302,7 +302,7 @@ fn encode(body: &str, shape: &Shape) -> Vec<u8> {
     out.into_bytes()
 }
 
-fn split_lines(body: &str) -> Vec<String> {
+pub(super) fn split_lines(body: &str) -> Vec<String> {
     let trimmed = body.strip_suffix('\n').unwrap_or(body);
     if body.is_empty() {
         return Vec::new();

@@ -16,20 +16,15 @@ pub struct Stale {
     pub rebased: Option<Vec<(usize, LineOp)>>,
 }
 
-/// Lines of `text` as the line ops count them (a final newline ends the
-/// last line, it does not start another).
-fn lines_of(text: &str) -> Vec<&str> {
-    let mut v: Vec<&str> = text.split('\n').collect();
-    if text.ends_with('\n') || text.is_empty() {
-        v.pop();
-    }
-    v
-}
-
 /// Compare the caller's revision (`old`) with the file now (`new`), as
 /// decoded text, and place the line ops (numbered against `old`).
 pub fn explain(old: &str, new: &str, ops: &[(usize, LineOp)]) -> Stale {
-    let (a, b) = (lines_of(old), lines_of(new));
+    // the lines as the line ops count them
+    let (a, b) = (super::split_lines(old), super::split_lines(new));
+    let (a, b): (Vec<&str>, Vec<&str>) = (
+        a.iter().map(String::as_str).collect(),
+        b.iter().map(String::as_str).collect(),
+    );
     let diff = TextDiff::configure()
         .timeout(std::time::Duration::from_millis(200))
         .diff_slices(&a, &b);
