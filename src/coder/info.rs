@@ -85,6 +85,8 @@ pub struct InfoOutput {
     pub exec_limits: ExecLimits,
     /// Conventions every function follows, stated once: line numbers, columns, revisions, how edits keep a file's shape, batch answers, error codes.
     pub conventions: Vec<&'static str>,
+    /// The content index that lets `coder::search` skip files that cannot match: its budget, and where each root searched so far stands.
+    pub search_index: SearchIndex,
     /// Default working directory of commands (`working_dir` resolved against the worker's cwd, or the worker's cwd).
     pub working_dir: String,
     /// Worker version.
@@ -108,13 +110,84 @@ pub struct ExecLimits {
     pub max_concurrent_jobs: u64,
 }
 
+/// The content index of `coder::search`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchIndex {
+    /// Memory one root's index may hold (`code.search_index_max_bytes`; 0: the index is off and every search reads every file).
+    pub max_bytes: u64,
+    /// Each root searched so far (or restored from its saved index at start), most recently searched last. A root not listed is indexed by its first search. Searches give the same answers in every state; only their speed differs.
+    pub roots: Vec<IndexRoot>,
+}
+
+/// Where one root's index stands.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct IndexRoot {
+    /// The root directory.
+    pub root: String,
+    /// `building` (searches read every file meanwhile), `ready` (searches read only the files that may match), `off` (see `why`), `none` (not built yet).
+    pub state: IndexState,
+    /// Files with a content filter.
+    pub files: u64,
+    /// Bytes of memory held.
+    pub bytes: u64,
+    /// Seconds since the index in use was built or restored (`ready` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_secs: Option<u64>,
+    /// Files whose filter the last build took from the index saved in the worker's state directory instead of reading them (a restart reads only what changed).
+    pub restored_files: u64,
+    /// Why the root is not indexed (`off` only): over the budget, not enough inotify watches, the root gone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// A root index's state.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexState {
+    None,
+    Building,
+    Ready,
+    Off,
+}
+
+fn search_index(ctx: &Ctx) -> SearchIndex {
+    use crate::index::Phase;
+    let roots = ctx
+        .services
+        .index
+        .describe()
+        .into_iter()
+        .map(|(root, st)| IndexRoot {
+            root: root.display().to_string(),
+            state: match st.phase {
+                Phase::None => IndexState::None,
+                Phase::Building => IndexState::Building,
+                Phase::Ready => IndexState::Ready,
+                Phase::Off => IndexState::Off,
+            },
+            files: st.files as u64,
+            bytes: st.bytes as u64,
+            age_secs: st
+                .since
+                .filter(|_| st.phase == Phase::Ready)
+                .map(|t| t.elapsed().unwrap_or_default().as_secs()),
+            restored_files: st.reused as u64,
+            why: st.why,
+        })
+        .collect();
+    SearchIndex {
+        max_bytes: ctx.runtime.config.code.search_index_max_bytes,
+        roots,
+    }
+}
+
 pub fn def() -> FunctionDef {
     function(
         "coder::info",
         "Report the coder access contract: mode (jailed | unjailed), allowed roots (primary \
          first), the session_root relative paths anchor against, size caps, response budgets, \
-         listing/search limits, non-accessible globs and default_exclude_globs, and what \
-         confines commands (exec_confinement: shell::exec is not bound by the protected globs), \
+         listing/search limits, the search index's state per root, non-accessible globs and \
+         default_exclude_globs, and what confines commands (exec_confinement: shell::exec is not bound by the protected globs), \
          and the conventions every function follows (line numbers, revisions, batches, error \
          codes). Call it first when a path is rejected.",
         Flags::NONE,
@@ -175,6 +248,7 @@ pub fn info(ctx: &Ctx) -> InfoOutput {
             max_bg_timeout_ms: rt.config.max_bg_timeout_ms,
             max_concurrent_jobs: u64::from(rt.config.max_concurrent_jobs),
         },
+        search_index: search_index(ctx),
         working_dir: rt.working_dir.display().to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
     }
@@ -219,6 +293,43 @@ mod tests {
         ] {
             assert!(text.contains(fact), "{fact} is not stated: {text}");
         }
+    }
+
+    /// Each searched root's index: none before a search, building or
+    /// ready after, with what it holds (the answer checked against the
+    /// response schema, as every catalog call in tests is).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn info_reports_each_roots_search_index() {
+        let jail = crate::testkit::Jail::new();
+        jail.write("src/a.rs", "fn alpha() {}\n");
+        jail.write("src/b.rs", "fn beta() {}\n");
+        let v = jail
+            .call("coder::info", serde_json::json!({}))
+            .await
+            .unwrap();
+        assert_eq!(v["search_index"]["roots"], serde_json::json!([]), "{v}");
+        assert!(v["search_index"]["max_bytes"].as_u64().unwrap() > 0);
+        jail.call("coder::search", serde_json::json!({"query": "alpha"}))
+            .await
+            .unwrap();
+        let index = jail.services.index.clone();
+        let settled =
+            tokio::task::spawn_blocking(move || index.settle(std::time::Duration::from_secs(60)))
+                .await
+                .unwrap();
+        assert!(settled);
+        let v = jail
+            .call("coder::info", serde_json::json!({}))
+            .await
+            .unwrap();
+        let root = &v["search_index"]["roots"][0];
+        assert_eq!(root["state"], "ready", "{v}");
+        assert_eq!(root["root"], v["primary_root"]);
+        assert!(root["files"].as_u64().unwrap() >= 2, "{root}");
+        assert!(root["bytes"].as_u64().unwrap() > 0, "{root}");
+        assert!(root["age_secs"].is_u64(), "{root}");
+        assert_eq!(root["restored_files"], 0);
+        assert!(root.get("why").is_none(), "{root}");
     }
 
     #[test]

@@ -96,6 +96,24 @@ impl Filter {
     pub fn bytes(&self) -> usize {
         self.words.len() * 8
     }
+
+    /// The filter's words (to save it).
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// A filter of saved `words`: a power of two of them, no more than a
+    /// build makes.
+    pub fn from_words(words: Box<[u64]>) -> Result<Filter, String> {
+        let n = words.len();
+        if !n.is_power_of_two() || !(MIN_WORDS..=MAX_WORDS).contains(&n) {
+            return Err(format!("a filter of {n} words"));
+        }
+        Ok(Filter {
+            words,
+            mask: (n - 1) as u64,
+        })
+    }
 }
 
 impl Content {

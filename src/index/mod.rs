@@ -25,11 +25,17 @@
 //!   is read and matched as before.
 //! - **Budget.** `code.search_index_max_bytes` bounds the memory held (the
 //!   filters and the snapshot's names); a root over it is not indexed and
-//!   its searches scan. 0 turns the index off. Nothing is written to disk.
-//!   Files under the default excludes and protected files get no filter
-//!   (the index never holds anything of protected content).
+//!   its searches scan. 0 turns the index off. Files under the default
+//!   excludes and protected files get no filter (the index never holds
+//!   anything of protected content).
+//! - **Kept across restarts.** Each build saves its filters to the
+//!   worker's state directory ([`persist`]); the next build of the root (a
+//!   restart, `ide mcp` on the same configuration) walks the tree as
+//!   always but reads again only the files whose `stat` stamp changed, and
+//!   a worker resumes the saved roots as it starts ([`Indexes::resume`]).
 
 pub mod filter;
+pub mod persist;
 pub mod query;
 pub mod tree;
 
@@ -43,6 +49,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 use tree::{Dir, Summary};
 
 /// Changed entries one search applies itself; past it the index is
@@ -95,6 +102,65 @@ pub struct Indexes {
 struct Slot {
     root: PathBuf,
     state: Arc<tokio::sync::Mutex<State>>,
+    /// What the state is, for readers that must not wait on a search
+    /// (`coder::info`): set at every change of `state`.
+    status: Mutex<Status>,
+    /// A build thread runs (building, or saving what it built).
+    working: std::sync::atomic::AtomicBool,
+}
+
+impl Slot {
+    fn set(&self, status: Status) {
+        *self.status.lock().unwrap_or_else(|p| p.into_inner()) = status;
+    }
+
+    fn status(&self) -> Status {
+        self.status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// Where a root's index stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Not built yet: the first search of the root starts a build.
+    None,
+    Building,
+    Ready,
+    /// Not indexed: see `why`.
+    Off,
+}
+
+/// What one root's index holds, for `coder::info`, logs and tests.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub phase: Phase,
+    /// Files with a filter.
+    pub files: usize,
+    /// Bytes held.
+    pub bytes: usize,
+    /// When the index in use was built (or restored from its saved copy).
+    pub since: Option<SystemTime>,
+    /// Why the root is not indexed.
+    pub why: Option<String>,
+    /// Files whose filter the last build took from the saved index
+    /// instead of reading them.
+    pub reused: usize,
+}
+
+impl Status {
+    fn of(phase: Phase) -> Status {
+        Status {
+            phase,
+            files: 0,
+            bytes: 0,
+            since: None,
+            why: None,
+            reused: 0,
+        }
+    }
 }
 
 enum State {
@@ -104,9 +170,9 @@ enum State {
     Building,
     Ready(Box<RootIndex>),
     /// Not indexed under this runtime and budget (over budget, no watches
-    /// left, root gone): why.
+    /// left, root gone; the slot's status says why): the configuration it
+    /// was tried under (a new one tries again).
     Off {
-        why: String,
         config: Box<crate::config::Config>,
     },
 }
@@ -132,6 +198,10 @@ struct RootIndex {
     budget: usize,
     /// Most directories watched.
     watch_cap: usize,
+    /// The saved index the build takes filters from (only while building).
+    saved: Option<Dir>,
+    /// Files whose filter came from `saved`.
+    reused: usize,
 }
 
 /// What a search sees of a file.
@@ -182,6 +252,10 @@ impl Indexes {
                 Ok(()) => {
                     self.served
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let mut st = slot.status.lock().unwrap_or_else(|p| p.into_inner());
+                    st.files = ix.filtered;
+                    st.bytes = ix.bytes;
+                    drop(st);
                     return Some((Lease { guard }, rel));
                 }
                 Err(why) => {
@@ -193,10 +267,38 @@ impl Indexes {
         };
         if build {
             *guard = State::Building;
+            slot.set(Status::of(Phase::Building));
             drop(guard);
             start_build(slot, rt.clone(), budget);
         }
         None
+    }
+
+    /// Start restoring, in the background, the saved index of each of
+    /// `rt`'s roots that has one, so that a restarted worker answers from
+    /// its index as soon as the tree is checked, before its first search.
+    /// Nothing happens in a one-shot process or with the index off.
+    pub fn resume(&self, rt: &Arc<Runtime>) {
+        let budget = usize::try_from(rt.config.code.search_index_max_bytes).unwrap_or(usize::MAX);
+        if budget == 0 || self.no_builds {
+            return;
+        }
+        let dir = saved_dir(rt);
+        for root in rt.policy.coder_roots().iter().take(MAX_ROOTS) {
+            if std::fs::symlink_metadata(dir.join(persist::file_name(root))).is_err() {
+                continue;
+            }
+            let slot = self.slot(root);
+            let Ok(mut guard) = slot.state.clone().try_lock_owned() else {
+                continue;
+            };
+            if matches!(*guard, State::New) {
+                *guard = State::Building;
+                slot.set(Status::of(Phase::Building));
+                drop(guard);
+                start_build(slot, rt.clone(), budget);
+            }
+        }
     }
 
     fn slot(&self, root: &Path) -> Arc<Slot> {
@@ -209,6 +311,8 @@ impl Indexes {
         let s = Arc::new(Slot {
             root: root.to_path_buf(),
             state: Arc::new(tokio::sync::Mutex::new(State::New)),
+            status: Mutex::new(Status::of(Phase::None)),
+            working: std::sync::atomic::AtomicBool::new(false),
         });
         roots.push(s.clone());
         if roots.len() > MAX_ROOTS {
@@ -217,23 +321,11 @@ impl Indexes {
         s
     }
 
-    /// What each indexed root holds (logs, tests, benchmarks): its bytes, or
-    /// why it is not indexed. Blocking.
-    pub fn describe(&self) -> Vec<(PathBuf, Result<usize, String>)> {
+    /// Where each root searched so far stands (`coder::info`, logs, tests,
+    /// benchmarks), most recently searched last. Never waits on a search.
+    pub fn describe(&self) -> Vec<(PathBuf, Status)> {
         let roots = self.roots.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        roots
-            .iter()
-            .map(|s| {
-                let st = s.state.blocking_lock();
-                let d = match &*st {
-                    State::New => Err("not built".to_string()),
-                    State::Building => Err("building".to_string()),
-                    State::Ready(ix) => Ok(ix.bytes),
-                    State::Off { why, .. } => Err(why.clone()),
-                };
-                (s.root.clone(), d)
-            })
-            .collect()
+        roots.iter().map(|s| (s.root.clone(), s.status())).collect()
     }
 
     /// How many searches an index served so far.
@@ -241,14 +333,16 @@ impl Indexes {
         self.served.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Wait until no build runs (tests and benchmarks). Blocking.
+    /// Wait until no build runs, and what it built is saved (tests and
+    /// benchmarks). Blocking.
     pub fn settle(&self, timeout: std::time::Duration) -> bool {
         let end = std::time::Instant::now() + timeout;
         loop {
-            let building = self
-                .describe()
-                .iter()
-                .any(|(_, d)| matches!(d, Err(w) if w == "building"));
+            let roots = self.roots.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let building = roots.iter().any(|s| {
+                s.working.load(std::sync::atomic::Ordering::Acquire)
+                    || s.status().phase == Phase::Building
+            });
             if !building {
                 return true;
             }
@@ -327,6 +421,7 @@ pub fn verdict(summary: Option<&Summary>, q: &query::Query, max_read_bytes: u64)
             linked: false,
             content,
             size,
+            ..
         }) => match content {
             // too large for the scan: it reads nothing either
             _ if max_read_bytes > 0 && *size > max_read_bytes => Verdict::Skipped,
@@ -346,43 +441,154 @@ pub fn verdict(summary: Option<&Summary>, q: &query::Query, max_read_bytes: u64)
 
 fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize) {
     let state = slot.state.clone();
+    let status = slot.clone();
+    slot.working
+        .store(true, std::sync::atomic::Ordering::Release);
     let spawned = std::thread::Builder::new()
         .name("ide-index".into())
         .spawn(move || {
+            // `working` falls back however the thread ends
+            struct Done(Arc<Slot>);
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    self.0
+                        .working
+                        .store(false, std::sync::atomic::Ordering::Release);
+                }
+            }
+            let _done = Done(slot.clone());
             // the build is background work: it runs on what the machine
             // leaves idle, CPU and disk, so it never slows a caller
             if let Err(e) = at_idle_priority() {
                 tracing::debug!("search index build at normal priority: {e}");
             }
             let started = std::time::Instant::now();
+            let wall = SystemTime::now();
             let built = build(&rt, &slot.root, budget);
             let mut st = slot.state.blocking_lock();
-            *st = match built {
+            let save = match built {
                 Ok(ix) => {
                     tracing::info!(
                         root = %slot.root.display(),
                         files = ix.filtered,
+                        reused = ix.reused,
                         bytes = ix.bytes,
                         ms = started.elapsed().as_millis() as u64,
                         "search index built"
                     );
-                    State::Ready(Box::new(ix))
+                    // the bytes to save are taken before the index is
+                    // shared (no search waits on them); the write after
+                    let save = persist::encode(&slot.root, wall, &ix.tree);
+                    slot.set(Status {
+                        phase: Phase::Ready,
+                        files: ix.filtered,
+                        bytes: ix.bytes,
+                        since: Some(SystemTime::now()),
+                        why: None,
+                        reused: ix.reused,
+                    });
+                    *st = State::Ready(Box::new(ix));
+                    Some(save)
                 }
                 Err(why) => {
                     tracing::info!(root = %slot.root.display(), "search index not built: {why}; searches scan");
-                    State::Off {
-                        why,
+                    slot.set(Status {
+                        why: Some(why),
+                        ..Status::of(Phase::Off)
+                    });
+                    *st = State::Off {
                         config: Box::new(rt.config.clone()),
-                    }
+                    };
+                    None
                 }
             };
+            drop(st);
+            if let Some((bytes, saved)) = save {
+                match store(&rt, &slot.root, &bytes) {
+                    Ok(()) => tracing::debug!(
+                        root = %slot.root.display(),
+                        files = saved.files,
+                        racy = saved.racy,
+                        bytes = bytes.len(),
+                        "search index saved"
+                    ),
+                    Err(e) => tracing::warn!(root = %slot.root.display(), "search index not saved: {e}"),
+                }
+            }
         });
     if let Err(e) = spawned {
+        status
+            .working
+            .store(false, std::sync::atomic::Ordering::Release);
+        let why = format!("no thread for the build: {e}");
         *state.blocking_lock() = State::Off {
-            why: format!("no thread for the build: {e}"),
             config: Box::new(crate::config::Config::zero_config()),
         };
+        status.set(Status {
+            why: Some(why),
+            ..Status::of(Phase::Off)
+        });
     }
+}
+
+/// Where saved indexes live: the worker's own state directory, inside the
+/// change journal's (which no surface may reach).
+pub fn saved_dir(rt: &Runtime) -> PathBuf {
+    rt.turns_dir.join("search-index")
+}
+
+/// The saved index of `root`, when there is one that every check passes;
+/// why not otherwise (`Ok(None)`: none saved).
+fn load(rt: &Runtime, root: &Path, budget: usize) -> Result<Option<persist::Loaded>, String> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = saved_dir(rt);
+    let path = dir.join(persist::file_name(root));
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(None);
+    }
+    let anchor = crate::jail::Anchor::create(&dir).map_err(|e| e.to_string())?;
+    let loc = anchor
+        .locate(&anchor.path().join(persist::file_name(root)))
+        .ok_or("not in the state directory")?;
+    let file = loc.open_read().map_err(|e| e.to_string())?;
+    let md = file.metadata().map_err(|e| e.to_string())?;
+    if !md.is_file() {
+        return Err("not a regular file".into());
+    }
+    if md.uid() != nix::unistd::geteuid().as_raw() || md.mode() & 0o022 != 0 {
+        return Err(format!(
+            "owned by uid {} with mode {:o}: only a file of this worker's user that no one else \
+             may write is trusted",
+            md.uid(),
+            md.mode() & 0o7777
+        ));
+    }
+    // a saved index holds less than the index in memory
+    let cap = (budget as u64).saturating_mul(2).saturating_add(1 << 20);
+    let mut buf = Vec::new();
+    let bytes = read_capped(&file, md.len().min(cap), cap, &mut buf)
+        .ok_or_else(|| format!("{} bytes, over the {cap} a saved index may have", md.len()))?;
+    persist::decode(root, bytes).map(Some)
+}
+
+/// Save `bytes` as `root`'s index, atomically.
+fn store(rt: &Runtime, root: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = saved_dir(rt);
+    let anchor = crate::jail::Anchor::create(&dir)?;
+    let loc = anchor
+        .locate(&anchor.path().join(persist::file_name(root)))
+        .ok_or_else(|| std::io::Error::other("not in the state directory"))?;
+    // what a save killed between its link and its rename left behind
+    if let Some(here) = anchor.locate(anchor.path()) {
+        crate::jail::atomic::sweep(&here, std::time::Duration::from_secs(60));
+    }
+    crate::jail::atomic::write_atomic(
+        &loc,
+        bytes,
+        Some(0o600),
+        crate::jail::atomic::Clobber::Replace,
+        &None,
+    )
 }
 
 /// Put the calling thread in the idle scheduling class (`SCHED_IDLE`: it
@@ -416,6 +622,16 @@ pub fn at_idle_priority() -> std::io::Result<()> {
 }
 
 fn build(rt: &Arc<Runtime>, root: &Path, budget: usize) -> Result<RootIndex, String> {
+    let saved = match load(rt, root, budget) {
+        Ok(loaded) => loaded.map(|l| {
+            tracing::debug!(root = %root.display(), files = l.files, "search index: saved copy found");
+            l.tree
+        }),
+        Err(why) => {
+            tracing::info!(root = %root.display(), "search index: saved copy ignored ({why}); reading the tree");
+            None
+        }
+    };
     let raw = root.to_str().ok_or("the root is not UTF-8")?;
     let root_at = rt
         .policy
@@ -438,9 +654,12 @@ fn build(rt: &Arc<Runtime>, root: &Path, budget: usize) -> Result<RootIndex, Str
         bytes: 0,
         budget,
         watch_cap: watch_cap(),
+        saved,
+        reused: 0,
     };
     let tree = ix.walk_below(rt, Path::new(""))?;
     ix.tree = tree;
+    ix.saved = None;
     Ok(ix)
 }
 
@@ -506,7 +725,10 @@ impl RootIndex {
             // a file is read once, by its handle, after its directory's
             // watch exists
             let summary = (node.kind == Kind::File && !known.protected && !known.excluded)
-                .then(|| summary_of(node.open_read(), &mut scratch))
+                .then(|| {
+                    self.reuse(&rel.join(node.rel), node)
+                        .or_else(|| summary_of(node.open_read(), &mut scratch))
+                })
                 .flatten();
             self.account(summary.as_ref().map(cost), true);
             self.bytes += ENTRY_OVERHEAD + node.name.len();
@@ -535,6 +757,18 @@ impl RootIndex {
             attach(&mut stack, done);
         }
         Ok(stack.pop().expect("the root frame").1)
+    }
+
+    /// The saved filter of the file at `rel` (relative to the root), when
+    /// the file's stamp is the one it was saved with.
+    fn reuse(&mut self, rel: &Path, node: &crate::jail::walk::Node<'_>) -> Option<Summary> {
+        let saved = self.saved.as_mut()?.entry_at_mut(rel)?.summary.take()?;
+        let st = node.lstat().ok()?;
+        if st.st_nlink != 1 || persist::Stamp::of_stat(&st) != saved.stamp {
+            return None;
+        }
+        self.reused += 1;
+        Some(saved)
     }
 
     /// Count a summary of `cost` bytes in (`add`) or out of what is held.
@@ -778,6 +1012,7 @@ fn summary_of(file: std::io::Result<std::fs::File>, scratch: &mut Scratch) -> Op
         content: scratch.summarize(bytes),
         size: bytes.len() as u64,
         linked: md.nlink() > 1,
+        stamp: persist::Stamp::of_metadata(&md),
     });
     scratch.keep_read(buf);
     summary

@@ -95,6 +95,8 @@ pub struct Summary {
     pub size: u64,
     /// More than one hard link: a write elsewhere raises no event here.
     pub linked: bool,
+    /// What `stat` said of the file before it was read.
+    pub stamp: super::persist::Stamp,
 }
 
 /// What the policy says of an entry: protected (`fs.denylist_paths`,

@@ -333,3 +333,317 @@ async fn index_answers_equal_scan_answers() {
     services.shutdown().await;
     scanning.shutdown().await;
 }
+
+/// A tree for the restart tests: random files, and three known ones that
+/// change while no worker runs. Waits until every file is older than the
+/// window a save leaves out ([`crate::index::persist::RACY`]).
+struct Restart {
+    _dir: tempfile::TempDir,
+    _journal: tempfile::TempDir,
+    root: PathBuf,
+    cfg: Config,
+    rng: Rng,
+    seed: u64,
+}
+
+impl Restart {
+    fn new() -> Restart {
+        let seed = std::env::var("IDE_INDEX_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0x0BAD_5EED_u64 ^ u64::from(std::process::id()));
+        let mut rng = Rng(seed | 1);
+        let dir = tempfile::TempDir::new().unwrap();
+        let journal = tempfile::TempDir::new().unwrap();
+        let root: PathBuf = dir.path().canonicalize().unwrap();
+        for i in 0..150 {
+            let rel = random_rel(&mut rng);
+            let (d, n) = rel.rsplit_once('/').unwrap_or(("", &rel));
+            let p = root.join(d).join(format!("{i}_{n}"));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, random_text(&mut rng)).unwrap();
+        }
+        std::fs::create_dir_all(root.join("keep")).unwrap();
+        for (name, text) in [
+            ("x.txt", "alpha before the restart\n"),
+            ("y.txt", "beta before the restart\n"),
+            ("z.txt", "gamma goes away\n"),
+        ] {
+            std::fs::write(root.join("keep").join(name), text).unwrap();
+        }
+        let mut cfg = Config::zero_config();
+        cfg.fs.allow_unjailed = false;
+        cfg.fs.host_roots = vec![root.clone()];
+        cfg.turns.data_dir = journal.path().to_path_buf();
+        // a save leaves out files changed just before its build began
+        std::thread::sleep(crate::index::persist::RACY + std::time::Duration::from_millis(200));
+        Restart {
+            _dir: dir,
+            _journal: journal,
+            root,
+            cfg,
+            rng,
+            seed,
+        }
+    }
+
+    fn saved_file(&self) -> PathBuf {
+        let rt = Runtime::build(self.cfg.clone()).unwrap();
+        crate::index::saved_dir(&rt).join(crate::index::persist::file_name(&self.root))
+    }
+
+    /// A worker on the tree, its saved indexes resumed as at start-up, and
+    /// its root's index once no build runs (a search starts one when the
+    /// start-up found nothing to resume).
+    async fn start(&self) -> (Arc<Services>, crate::index::Status) {
+        let services = Services::standalone(Runtime::build(self.cfg.clone()).unwrap());
+        services.index.resume(&services.live.snapshot());
+        let rt = services.live.snapshot();
+        let ix = services.index.clone();
+        let q = json!({"query": "alpha", "search_paths": false});
+        let status = tokio::task::spawn_blocking(move || {
+            let _ = run(&rt, Some(&ix), input(&q), Arc::new(AtomicBool::new(false)));
+            assert!(
+                ix.settle(std::time::Duration::from_secs(60)),
+                "build settles"
+            );
+            ix.describe().pop().expect("the root is known").1
+        })
+        .await
+        .unwrap();
+        (services, status)
+    }
+
+    /// Every query answers the same with the index as by a scan, and the
+    /// index served them.
+    async fn answers_as_a_scan(&mut self, services: &Arc<Services>, extra: &[&str]) {
+        let mut queries: Vec<Value> = (0..120).map(|_| random_query(&mut self.rng)).collect();
+        for q in extra {
+            queries.push(json!({"query": q, "search_paths": false}));
+        }
+        let rt = services.live.snapshot();
+        let ix = services.index.clone();
+        let seed = self.seed;
+        tokio::task::spawn_blocking(move || {
+            let before = ix.served();
+            for q in &queries {
+                let a = run(&rt, Some(&ix), input(q), Arc::new(AtomicBool::new(false)))
+                    .map(|o| serde_json::to_value(o).unwrap())
+                    .map_err(|e| e.message);
+                let b = run(&rt, None, input(q), Arc::new(AtomicBool::new(false)))
+                    .map(|o| serde_json::to_value(o).unwrap())
+                    .map_err(|e| e.message);
+                assert_eq!(a, b, "seed {seed}, query {q}");
+            }
+            assert_eq!(
+                ix.served() - before,
+                queries.len() as u64,
+                "the index served every search"
+            );
+        })
+        .await
+        .unwrap();
+    }
+}
+
+/// The paths of `out`'s content matches.
+fn hit_paths(out: &Value) -> Vec<String> {
+    out["content_matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_reads_again_only_what_changed_while_no_worker_ran() {
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+    let mut t = Restart::new();
+    let (first, built) = t.start().await;
+    assert_eq!(built.phase, crate::index::Phase::Ready);
+    assert_eq!(built.reused, 0, "nothing was saved before");
+    let saved = std::fs::read(t.saved_file()).expect("the build saved its index");
+    let loaded = crate::index::persist::decode(&t.root, &saved).unwrap();
+    assert_eq!(loaded.files, built.files, "every filtered file was saved");
+    // saved in the state directory, never in the tree
+    assert!(!t.saved_file().starts_with(&t.root));
+    first.shutdown().await;
+    drop(first);
+
+    // while no worker runs: x rewritten to the same size with its mtime
+    // put back (only the ctime tells), y appended to, z deleted, a file
+    // and a directory added
+    let keep = t.root.join("keep");
+    let x = keep.join("x.txt");
+    let before = std::fs::metadata(&x).unwrap();
+    std::fs::write(&x, "omega after! the restart\n").unwrap();
+    assert_eq!(std::fs::metadata(&x).unwrap().len(), before.len());
+    std::fs::File::options()
+        .write(true)
+        .open(&x)
+        .unwrap()
+        .set_times(std::fs::FileTimes::new().set_modified(before.modified().unwrap()))
+        .unwrap();
+    assert_eq!(std::fs::metadata(&x).unwrap().mtime(), before.mtime());
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(keep.join("y.txt"))
+        .unwrap()
+        .write_all(b"appended_marker\n")
+        .unwrap();
+    std::fs::remove_file(keep.join("z.txt")).unwrap();
+    std::fs::write(keep.join("w.txt"), "new_file_marker\n").unwrap();
+    std::fs::create_dir_all(t.root.join("added/deeper")).unwrap();
+    std::fs::write(t.root.join("added/deeper/n.rs"), "fn new_dir_marker() {}\n").unwrap();
+
+    let (second, resumed) = t.start().await;
+    assert_eq!(resumed.phase, crate::index::Phase::Ready);
+    // x and y read again, z gone: every other saved filter reused
+    assert_eq!(
+        resumed.reused,
+        loaded.files - 3,
+        "seed {}: {resumed:?}",
+        t.seed
+    );
+    assert_eq!(resumed.files, loaded.files - 1 + 2);
+    t.answers_as_a_scan(
+        &second,
+        &[
+            "omega after",
+            "alpha before",
+            "appended_marker",
+            "gamma goes away",
+            "new_file_marker",
+            "new_dir_marker",
+        ],
+    )
+    .await;
+    let rt = second.live.snapshot();
+    let ix = second.index.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        [
+            "omega after",
+            "appended_marker",
+            "new_dir_marker",
+            "gamma goes away",
+        ]
+        .map(|q| {
+            let out = run(
+                &rt,
+                Some(&ix),
+                input(&json!({"query": q, "search_paths": false})),
+                Arc::new(AtomicBool::new(false)),
+            )
+            .unwrap();
+            hit_paths(&serde_json::to_value(out).unwrap())
+        })
+    })
+    .await
+    .unwrap();
+    assert!(found[0][0].ends_with("keep/x.txt"), "{found:?}");
+    assert!(found[1][0].ends_with("keep/y.txt"), "{found:?}");
+    assert!(found[2][0].ends_with("added/deeper/n.rs"), "{found:?}");
+    assert!(found[3].is_empty(), "{found:?}");
+    second.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_index_in_any_bad_state_is_rebuilt_never_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut t = Restart::new();
+    let (first, built) = t.start().await;
+    assert_eq!(built.phase, crate::index::Phase::Ready);
+    first.shutdown().await;
+    drop(first);
+    let path = t.saved_file();
+    let good = std::fs::read(&path).unwrap();
+    // a filter word in the middle of the file
+    let mid = good.len() / 2;
+    type Spoil = Box<dyn Fn(&Path, &[u8])>;
+    let states: Vec<(&str, Spoil)> = vec![
+        ("missing", Box::new(|p, _| std::fs::remove_file(p).unwrap())),
+        ("empty", Box::new(|p, _| std::fs::write(p, b"").unwrap())),
+        (
+            "truncated",
+            Box::new(|p, g| std::fs::write(p, &g[..g.len() / 2]).unwrap()),
+        ),
+        (
+            "cut by one byte",
+            Box::new(|p, g| std::fs::write(p, &g[..g.len() - 1]).unwrap()),
+        ),
+        (
+            "corrupted",
+            Box::new(move |p, g| {
+                let mut b = g.to_vec();
+                b[mid] ^= 0x01;
+                std::fs::write(p, b).unwrap()
+            }),
+        ),
+        (
+            "foreign version",
+            Box::new(|p, g| {
+                let mut b = g.to_vec();
+                b[8..12].copy_from_slice(&(crate::index::persist::FORMAT + 1).to_le_bytes());
+                crate::index::persist::reseal(&mut b);
+                std::fs::write(p, b).unwrap()
+            }),
+        ),
+        (
+            "tampered filters",
+            Box::new(|p, g| {
+                // every filter word cleared: read as is, it would rule every
+                // file out of every search
+                let mut b = g.to_vec();
+                for w in b[g.len() / 3..g.len() - 64].iter_mut() {
+                    *w = 0;
+                }
+                std::fs::write(p, b).unwrap()
+            }),
+        ),
+        (
+            "writable by others",
+            Box::new(|p, g| {
+                std::fs::write(p, g).unwrap();
+                std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o666)).unwrap();
+            }),
+        ),
+        (
+            "a directory",
+            Box::new(|p, _| {
+                std::fs::remove_file(p).unwrap();
+                std::fs::create_dir(p).unwrap();
+            }),
+        ),
+    ];
+    for (what, spoil) in &states {
+        spoil(&path, &good);
+        let (services, status) = t.start().await;
+        assert_eq!(status.phase, crate::index::Phase::Ready, "{what}");
+        assert_eq!(status.reused, 0, "{what}: nothing of it was trusted");
+        t.answers_as_a_scan(&services, &["alpha before", "gamma goes away"])
+            .await;
+        services.shutdown().await;
+        drop(services);
+        // rebuilt, and saved again whole (a directory in the way stays)
+        if *what == "a directory" {
+            std::fs::remove_dir(&path).unwrap();
+        } else {
+            let again = std::fs::read(&path).unwrap();
+            assert!(
+                crate::index::persist::decode(&t.root, &again).is_ok(),
+                "{what}: saved again"
+            );
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{what}");
+        }
+    }
+    // and the good file is trusted
+    std::fs::write(&path, &good).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (services, status) = t.start().await;
+    assert_eq!(status.reused, built.files, "the good copy is reused whole");
+    t.answers_as_a_scan(&services, &["alpha before"]).await;
+    services.shutdown().await;
+}
