@@ -303,7 +303,13 @@ describe("the jobs, history and source-control panes", () => {
     await scm.locator('[data-testid="scm-branch"]', { hasText: /^main$/ }).waitFor(T);
     assert.equal(git(["log", "-1", "--format=%s"]).trim(), "first commit from the page");
     assert.equal(git(["status", "--porcelain"]), "");
-    assert.equal(await scm.getByLabel("Commit message").inputValue(), "");
+    // the box empties when the commit call answers, which may come after
+    // the .git signal already showed the tree clean: awaited, not sampled
+    await page.waitForFunction(
+      () => /** @type {HTMLTextAreaElement | null} */ (document.querySelector('[data-testid="scm"] [aria-label="Commit message"]'))?.value === "",
+      null,
+      T,
+    );
 
     // an edit while another pane is shown is picked up when the pane shows again
     await page.getByRole("tab", { name: "Explorer", exact: true }).click();
