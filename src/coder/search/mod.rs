@@ -246,7 +246,7 @@ pub struct SearchOutput {
     pub stop_reason: Option<StopReason>,
     /// Files whose content was searched to produce this answer, in path order up to where the search stopped (binary files and files over `max_read_bytes` are skipped and not counted; 0 when `search_content` is false).
     pub files_scanned: u64,
-    /// Present when `include_globs` matched no entry at all: names the folder the globs were matched against (the searched `path`) and how a file there is spelt for them, so a zero-result answer is never silent about its filter.
+    /// Present when `include_globs` matched no entry at all: names the folder the globs were matched against (the searched `path`) and how a file there is spelt for them, so a zero-result answer is never silent about its filter. Also present when the pattern has no literal run of 3+ characters its matches must contain: the search index cannot narrow such a search, and every file is read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// With `group_by_file: true`: the content matches, one entry per file, in the order `content_matches` would list them.
@@ -459,7 +459,13 @@ pub(crate) fn run(
     };
     let indexed = lease.is_some();
     drop(lease);
-    let note = include_note(&req.include_globs, &plan.filters.anchor, &walked);
+    let note = [
+        include_note(&req.include_globs, &plan.filters.anchor, &walked),
+        unfiltered_note(rt, &plan, &req),
+    ]
+    .into_iter()
+    .flatten()
+    .reduce(|a, b| format!("{a} {b}"));
     let (path_matches, path_bytes, paths_cut) = paths::finish(
         walked.hits,
         plan.paths.as_ref(),
@@ -488,6 +494,29 @@ pub(crate) fn run(
         files_scanned: scanned.files_scanned,
         note,
         files: None,
+    })
+}
+
+/// The `note` of a content search the index cannot narrow (with the index
+/// on, for folder searches it serves): the pattern has no fragment every
+/// match must contain, so every file is read. Said from the pattern and
+/// the configuration alone, so the answer is the same whether an index was
+/// ready or not.
+fn unfiltered_note(rt: &Runtime, plan: &Plan, req: &SearchInput) -> Option<String> {
+    let served = rt.config.code.search_index_max_bytes > 0
+        && plan.content.is_some()
+        && !plan.respect_gitignore
+        && !plan.filters.from_fs_root;
+    let all = crate::index::query::of_pattern(&req.query, req.regex, req.ignore_case)
+        .is_some_and(|q| q.is_all());
+    (served && all).then(|| {
+        format!(
+            "The pattern {:?} has no run of 3 or more characters that every match must contain, \
+             so the search index cannot rule files out: every file was read, as a scan without \
+             an index does. A pattern that names a literal its matches contain (an identifier, a \
+             word) is answered from the index, reading only the files that may match.",
+            req.query
+        )
     })
 }
 

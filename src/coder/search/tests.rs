@@ -1255,3 +1255,20 @@ fn an_index_build_runs_at_idle_priority() {
     // the thread that asked is the only one changed
     assert_ne!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_IDLE);
 }
+
+/// A pattern the index cannot narrow says so; one it can does not.
+#[tokio::test]
+async fn a_pattern_with_no_literal_run_says_the_index_cannot_narrow_it() {
+    let t = tree(&[("a.rs", "let AB_12 = 1;\n"), ("b.rs", "fn main() {}\n")]);
+    let mut req = content(r"\b[A-Z]{2}_[0-9]{2}\b");
+    req["regex"] = json!(true);
+    let out = t.ok(req).await;
+    assert_eq!(t.hits(&out), ["a.rs:1:5"]);
+    let note = out["note"].as_str().unwrap();
+    assert!(note.contains("cannot rule files out"), "{note}");
+    assert!(note.contains("every file was read"), "{note}");
+    for q in ["main", "AB_12"] {
+        let out = t.ok(content(q)).await;
+        assert!(out.get("note").is_none(), "{q}: {out}");
+    }
+}
