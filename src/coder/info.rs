@@ -332,6 +332,54 @@ mod tests {
         assert!(root.get("why").is_none(), "{root}");
     }
 
+    /// A root over the budget is off, and the answer says why and what
+    /// would index it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn info_says_why_a_root_is_not_indexed() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let journal = tempfile::TempDir::new().unwrap();
+        for i in 0..20 {
+            std::fs::write(
+                dir.path().join(format!("f{i}.rs")),
+                format!("fn f{i}() {{}}\n"),
+            )
+            .unwrap();
+        }
+        let mut cfg = Config::zero_config();
+        cfg.fs.allow_unjailed = false;
+        cfg.fs.host_roots = vec![dir.path().into()];
+        cfg.turns.data_dir = journal.path().into();
+        cfg.code.search_index_max_bytes = 1000;
+        let services = Services::standalone(Runtime::build(cfg).unwrap());
+        let c = crate::catalog::Catalog::standard();
+        c.call(
+            &services,
+            "coder::search",
+            serde_json::json!({"query": "fn f1"}),
+        )
+        .await
+        .unwrap();
+        let index = services.index.clone();
+        let settled =
+            tokio::task::spawn_blocking(move || index.settle(std::time::Duration::from_secs(60)))
+                .await
+                .unwrap();
+        assert!(settled);
+        let v = c
+            .call(&services, "coder::info", serde_json::json!({}))
+            .await
+            .unwrap();
+        let root = &v["search_index"]["roots"][0];
+        assert_eq!(root["state"], "off", "{v}");
+        let why = root["why"].as_str().unwrap();
+        assert!(
+            why.contains("code.search_index_max_bytes (1000 bytes)"),
+            "{why}"
+        );
+        assert!(why.contains("raise code.search_index_max_bytes"), "{why}");
+        assert!(root.get("age_secs").is_none(), "{root}");
+    }
+
     #[test]
     fn jailed_info_reports_roots_in_order_and_every_budget() {
         let a = tempfile::TempDir::new().unwrap();

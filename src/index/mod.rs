@@ -744,7 +744,7 @@ impl RootIndex {
                 stack.push((node.depth, Dir::default()));
             }
             if self.bytes > self.budget {
-                failed = Some(format!("over the budget of {} bytes", self.budget));
+                failed = Some(self.over_budget());
                 return Step::Stop;
             }
             Step::Descend
@@ -769,6 +769,17 @@ impl RootIndex {
         }
         self.reused += 1;
         Some(saved)
+    }
+
+    /// Why a root over the budget is not indexed, with what would index it.
+    fn over_budget(&self) -> String {
+        let per_file = self.bytes / self.filtered.max(1);
+        format!(
+            "the index would hold more than code.search_index_max_bytes ({} bytes): {} bytes for \
+             the first {} files (about {per_file} bytes a file); raise code.search_index_max_bytes \
+             to about {per_file} times the tree's files to index it, or search a smaller folder",
+            self.budget, self.bytes, self.filtered
+        )
     }
 
     /// Count a summary of `cost` bytes in (`add`) or out of what is held.
@@ -872,7 +883,7 @@ impl RootIndex {
             self.summarize(&f, s);
         }
         if self.bytes > self.budget {
-            return Err(format!("over the budget of {} bytes", self.budget));
+            return Err(self.over_budget());
         }
         Ok(())
     }
