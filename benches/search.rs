@@ -164,7 +164,7 @@ fn main() {
     );
     ratios.sort_by(f64::total_cmp);
     println!(
-        "ratio ide/rg: best {:.2}x, median {:.2}x, worst {:.2}x (target <= 1.30x)",
+        "ratio ide/rg: best {:.2}x, median {:.2}x, worst {:.2}x (target <= 1.10x)",
         ratios[0],
         ratios[ratios.len() / 2],
         ratios[ratios.len() - 1]

@@ -165,6 +165,13 @@ async fn bench() {
     cfg.fs.host_roots = vec![tree.clone()];
     cfg.fs.max_read_bytes = MAX_READ_BYTES;
     cfg.code.search_response_budget_bytes = 4 << 30;
+    // IDE_BENCH_INDEX_BYTES: another index budget (the scale curve)
+    if let Some(b) = std::env::var("IDE_BENCH_INDEX_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        cfg.code.search_index_max_bytes = b;
+    }
     cfg.turns.data_dir = scratch.path().join("journal");
     let seed = scratch.path().join("seed.yaml");
     std::fs::write(&seed, cfg.to_value().to_string()).expect("seed");

@@ -26,6 +26,9 @@ use std::time::{Duration, Instant};
 const ATTEMPTS: u32 = 40;
 /// Kills that must land inside a save.
 const HITS: u32 = 2;
+/// The longest wait for what a process does: index builds and saves run
+/// at idle priority, which on a machine kept busy is very little CPU.
+const WAIT: Duration = Duration::from_secs(300);
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -38,12 +41,13 @@ fn fixture() -> Fixture {
     let dir = tempfile::TempDir::new().unwrap();
     let base = dir.path().canonicalize().unwrap();
     let root = base.join("root");
-    // enough files that a save writes a few megabytes
-    for d in 0..40 {
+    // a few hundred files: the build runs at idle priority, and on a
+    // machine kept busy it gets only what the busy loops leave
+    for d in 0..20 {
         let sub = root.join(format!("pkg{d}"));
         std::fs::create_dir_all(&sub).unwrap();
-        for f in 0..60 {
-            let body: String = (0..80)
+        for f in 0..30 {
+            let body: String = (0..40)
                 .map(|l| {
                     format!(
                         "fn item_{d}_{f}_{l}(x: u{}) -> Value {{ x * {l} }}\n",
@@ -156,7 +160,7 @@ impl Mcp {
         loop {
             let v = self
                 .answers
-                .recv_timeout(Duration::from_secs(120))
+                .recv_timeout(WAIT)
                 .expect("an answer from ide mcp");
             if v["id"] == id {
                 return v;
@@ -177,7 +181,7 @@ impl Mcp {
 
     /// Wait for a log line with `needle`; the lines before it are dropped.
     fn wait_log(&mut self, needle: &str) -> String {
-        let end = Instant::now() + Duration::from_secs(120);
+        let end = Instant::now() + WAIT;
         loop {
             let left = end.saturating_duration_since(Instant::now());
             let line = self
@@ -257,7 +261,7 @@ fn ide_mcp_saves_and_resumes_the_index_and_a_kill_during_a_save_loses_only_the_s
     let built = m.wait_log("search index built");
     assert_eq!(field(&built, "reused"), 0, "{built}");
     let files = field(&built, "files");
-    assert!(files >= 2400, "{built}");
+    assert!(files >= 600, "{built}");
     m.wait_log("search index saved");
     m.stop();
     let old = std::fs::read(f.saved_file()).expect("saved");
@@ -290,7 +294,7 @@ fn ide_mcp_saves_and_resumes_the_index_and_a_kill_during_a_save_loses_only_the_s
         let before = std::fs::read(f.saved_file()).unwrap();
         let m = Mcp::start(&f);
         let pid = m.child.id();
-        let end = Instant::now() + Duration::from_secs(120);
+        let end = Instant::now() + WAIT;
         let mut landed = false;
         while Instant::now() < end {
             if saving(pid, &f.saved_dir()) {

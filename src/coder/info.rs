@@ -314,7 +314,7 @@ mod tests {
             .unwrap();
         let index = jail.services.index.clone();
         let settled =
-            tokio::task::spawn_blocking(move || index.settle(std::time::Duration::from_secs(60)))
+            tokio::task::spawn_blocking(move || index.settle(std::time::Duration::from_secs(300)))
                 .await
                 .unwrap();
         assert!(settled);
@@ -361,7 +361,7 @@ mod tests {
         .unwrap();
         let index = services.index.clone();
         let settled =
-            tokio::task::spawn_blocking(move || index.settle(std::time::Duration::from_secs(60)))
+            tokio::task::spawn_blocking(move || index.settle(std::time::Duration::from_secs(300)))
                 .await
                 .unwrap();
         assert!(settled);

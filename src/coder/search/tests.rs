@@ -1227,7 +1227,7 @@ async fn a_one_shot_process_builds_no_index() {
         let roots = services.index.describe().len();
         (
             roots,
-            services.index.settle(std::time::Duration::from_secs(60)),
+            services.index.settle(std::time::Duration::from_secs(300)),
         )
     })
     .await

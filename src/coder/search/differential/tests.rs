@@ -403,8 +403,10 @@ impl Restart {
         let q = json!({"query": "alpha", "search_paths": false});
         let status = tokio::task::spawn_blocking(move || {
             let _ = run(&rt, Some(&ix), input(&q), Arc::new(AtomicBool::new(false)));
+            // at idle priority: on a machine kept busy, the build gets
+            // only what the busy loops leave
             assert!(
-                ix.settle(std::time::Duration::from_secs(60)),
+                ix.settle(std::time::Duration::from_secs(300)),
                 "build settles"
             );
             ix.describe().pop().expect("the root is known").1
