@@ -151,6 +151,8 @@ pub async fn grep(ctx: Ctx, req: GrepRequest) -> Result<GrepResponse, Failure> {
     let ngrams = crate::index::query::of_pattern(&req.pattern, true, req.ignore_case)
         .filter(|q| !q.is_all());
     super::blocking(move || {
+        // an index build pauses while this search runs
+        let _searching = index.searching();
         // The content index rules out files the pattern cannot match (it
         // never adds any: the walk below is the disk's).
         let lease = match &ngrams {

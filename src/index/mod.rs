@@ -96,6 +96,39 @@ pub struct Indexes {
     /// index it would build is never used, and building one beside the
     /// call's own scan only slows the call.
     no_builds: bool,
+    /// Searches running now: a build reads no file while one runs.
+    quiet: Arc<Quiet>,
+}
+
+/// How many searches run, and a wake-up for the builds waiting for none.
+#[derive(Default)]
+struct Quiet {
+    running: Mutex<usize>,
+    none: std::sync::Condvar,
+}
+
+impl Quiet {
+    /// Block while a search runs (a build, between two files).
+    fn wait(&self) {
+        let mut n = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        while *n > 0 {
+            n = self.none.wait(n).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// A search in progress ([`Indexes::searching`]): builds pause until it is
+/// dropped.
+pub struct Searching(Arc<Quiet>);
+
+impl Drop for Searching {
+    fn drop(&mut self) {
+        let mut n = self.0.running.lock().unwrap_or_else(|p| p.into_inner());
+        *n -= 1;
+        if *n == 0 {
+            self.0.none.notify_all();
+        }
+    }
 }
 
 /// One root's index and its state.
@@ -202,6 +235,9 @@ struct RootIndex {
     saved: Option<Dir>,
     /// Files whose filter came from `saved`.
     reused: usize,
+    /// While building: the searches to give way to. A sync (inside a
+    /// search) does not wait.
+    quiet: Option<Arc<Quiet>>,
 }
 
 /// What a search sees of a file.
@@ -269,9 +305,17 @@ impl Indexes {
             *guard = State::Building;
             slot.set(Status::of(Phase::Building));
             drop(guard);
-            start_build(slot, rt.clone(), budget);
+            start_build(slot, rt.clone(), budget, self.quiet.clone());
         }
         None
+    }
+
+    /// Mark a search as running until the guard is dropped: while any runs,
+    /// builds read no file (they resume when the last one ends), so a build
+    /// takes neither CPU, nor disk, nor cache from a search.
+    pub fn searching(&self) -> Searching {
+        *self.quiet.running.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        Searching(self.quiet.clone())
     }
 
     /// Start restoring, in the background, the saved index of each of
@@ -296,7 +340,7 @@ impl Indexes {
                 *guard = State::Building;
                 slot.set(Status::of(Phase::Building));
                 drop(guard);
-                start_build(slot, rt.clone(), budget);
+                start_build(slot, rt.clone(), budget, self.quiet.clone());
             }
         }
     }
@@ -439,7 +483,7 @@ pub fn verdict(summary: Option<&Summary>, q: &query::Query, max_read_bytes: u64)
     }
 }
 
-fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize) {
+fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize, quiet: Arc<Quiet>) {
     let state = slot.state.clone();
     let status = slot.clone();
     slot.working
@@ -464,7 +508,7 @@ fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize) {
             }
             let started = std::time::Instant::now();
             let wall = SystemTime::now();
-            let built = build(&rt, &slot.root, budget);
+            let built = build(&rt, &slot.root, budget, quiet);
             let mut st = slot.state.blocking_lock();
             let save = match built {
                 Ok(ix) => {
@@ -621,7 +665,12 @@ pub fn at_idle_priority() -> std::io::Result<()> {
     Ok(())
 }
 
-fn build(rt: &Arc<Runtime>, root: &Path, budget: usize) -> Result<RootIndex, String> {
+fn build(
+    rt: &Arc<Runtime>,
+    root: &Path,
+    budget: usize,
+    quiet: Arc<Quiet>,
+) -> Result<RootIndex, String> {
     let saved = match load(rt, root, budget) {
         Ok(loaded) => loaded.map(|l| {
             tracing::debug!(root = %root.display(), files = l.files, "search index: saved copy found");
@@ -656,10 +705,12 @@ fn build(rt: &Arc<Runtime>, root: &Path, budget: usize) -> Result<RootIndex, Str
         watch_cap: watch_cap(),
         saved,
         reused: 0,
+        quiet: Some(quiet),
     };
     let tree = ix.walk_below(rt, Path::new(""))?;
     ix.tree = tree;
     ix.saved = None;
+    ix.quiet = None;
     Ok(ix)
 }
 
@@ -726,6 +777,9 @@ impl RootIndex {
             // watch exists
             let summary = (node.kind == Kind::File && !known.protected && !known.excluded)
                 .then(|| {
+                    if let Some(q) = &self.quiet {
+                        q.wait();
+                    }
                     self.reuse(&rel.join(node.rel), node)
                         .or_else(|| summary_of(node.open_read(), &mut scratch))
                 })

@@ -412,6 +412,8 @@ pub(crate) fn run(
     cancel: Arc<AtomicBool>,
 ) -> crate::error::Result<SearchOutput> {
     let started = std::time::Instant::now();
+    // an index build pauses while this search runs
+    let _searching = index.map(|ix| ix.searching());
     let mut plan = plan(rt, &req, cancel)?;
     // The content index serves folder searches without ignore files; it
     // only replays the walk and rules files out (crate::index).
