@@ -185,7 +185,7 @@ pub struct CodeConfig {
     /// Byte budget of one `coder::search` response (paths + matched text + context); hitting it sets `truncated`.
     #[serde(default = "d::search_response_budget_bytes")]
     pub search_response_budget_bytes: u64,
-    /// Memory the content index of `coder::search` may hold per root, in bytes (an n-gram filter of every file, kept current by change events; a root over it is searched by scanning). 0 turns the index off.
+    /// Memory the content index of `coder::search` may hold per root, in bytes (an n-gram filter of every file, about 1.3 KB a source file, kept current by change events and saved in the state directory for the next start; a root over it is searched by scanning, and `coder::info` says so). 0 turns the index off.
     #[serde(default = "d::search_index_max_bytes")]
     pub search_index_max_bytes: u64,
 }
@@ -327,8 +327,11 @@ mod d {
     pub fn search_response_budget_bytes() -> u64 {
         262_144
     }
+    /// 1 GiB: about 1.3 KB a file was measured (BENCHMARKS.md, content
+    /// index at scale), so a tree of 750 000 source files is indexed; a
+    /// 500 000-file tree holds about 670 MB, 4 % of a 16 GiB machine.
     pub fn search_index_max_bytes() -> u64 {
-        256 * 1024 * 1024
+        1024 * 1024 * 1024
     }
 }
 
