@@ -107,12 +107,33 @@ struct Quiet {
     none: std::sync::Condvar,
 }
 
+/// The longest a build waits for searches to end; then it reads for
+/// [`PAUSE_FREE`] before it waits again, so searches that overlap without
+/// end still leave it a sixth of its (idle-priority) time.
+const MAX_PAUSE: std::time::Duration = std::time::Duration::from_millis(250);
+const PAUSE_FREE: std::time::Duration = std::time::Duration::from_millis(50);
+
 impl Quiet {
-    /// Block while a search runs (a build, between two files).
-    fn wait(&self) {
+    /// Block while a search runs (a build, between two files), at most
+    /// [`MAX_PAUSE`]; `free_until` is when the build must wait again.
+    fn wait(&self, free_until: &mut Option<std::time::Instant>) {
+        let now = std::time::Instant::now();
+        if free_until.is_some_and(|t| now < t) {
+            return;
+        }
+        let end = now + MAX_PAUSE;
         let mut n = self.running.lock().unwrap_or_else(|p| p.into_inner());
         while *n > 0 {
-            n = self.none.wait(n).unwrap_or_else(|p| p.into_inner());
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                *free_until = Some(std::time::Instant::now() + PAUSE_FREE);
+                return;
+            }
+            n = self
+                .none
+                .wait_timeout(n, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
     }
 }
@@ -238,6 +259,8 @@ struct RootIndex {
     /// While building: the searches to give way to. A sync (inside a
     /// search) does not wait.
     quiet: Option<Arc<Quiet>>,
+    /// Until when the build reads without waiting ([`Quiet::wait`]).
+    free_until: Option<std::time::Instant>,
 }
 
 /// What a search sees of a file.
@@ -509,6 +532,12 @@ fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize, quiet: Arc<Quie
             let started = std::time::Instant::now();
             let wall = SystemTime::now();
             let built = build(&rt, &slot.root, budget, quiet);
+            // the bytes to save are taken while the build still owns the
+            // index, before the lock searches wait on; written after
+            let encoded = built
+                .as_ref()
+                .ok()
+                .map(|ix| persist::encode(&slot.root, wall, &ix.tree));
             let mut st = slot.state.blocking_lock();
             let save = match built {
                 Ok(ix) => {
@@ -520,9 +549,6 @@ fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize, quiet: Arc<Quie
                         ms = started.elapsed().as_millis() as u64,
                         "search index built"
                     );
-                    // the bytes to save are taken before the index is
-                    // shared (no search waits on them); the write after
-                    let save = persist::encode(&slot.root, wall, &ix.tree);
                     slot.set(Status {
                         phase: Phase::Ready,
                         files: ix.filtered,
@@ -532,7 +558,7 @@ fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize, quiet: Arc<Quie
                         reused: ix.reused,
                     });
                     *st = State::Ready(Box::new(ix));
-                    Some(save)
+                    encoded
                 }
                 Err(why) => {
                     tracing::info!(root = %slot.root.display(), "search index not built: {why}; searches scan");
@@ -543,6 +569,9 @@ fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize, quiet: Arc<Quie
                     *st = State::Off {
                         config: Box::new(rt.config.clone()),
                     };
+                    // a saved copy would only be loaded to fail again, and
+                    // may hold files the policy has protected since
+                    forget(&rt, &slot.root);
                     None
                 }
             };
@@ -565,9 +594,13 @@ fn start_build(slot: Arc<Slot>, rt: Arc<Runtime>, budget: usize, quiet: Arc<Quie
             .working
             .store(false, std::sync::atomic::Ordering::Release);
         let why = format!("no thread for the build: {e}");
-        *state.blocking_lock() = State::Off {
-            config: Box::new(crate::config::Config::zero_config()),
-        };
+        // called from async code too (`resume` at start-up): never block;
+        // the state was just set to Building by the caller, unlocked
+        if let Ok(mut st) = state.try_lock() {
+            *st = State::Off {
+                config: Box::new(crate::config::Config::zero_config()),
+            };
+        }
         status.set(Status {
             why: Some(why),
             ..Status::of(Phase::Off)
@@ -581,6 +614,31 @@ pub fn saved_dir(rt: &Runtime) -> PathBuf {
     rt.turns_dir.join("search-index")
 }
 
+/// The state directory of saved indexes, created if missing: refused when
+/// it is a symbolic link (it could lead anywhere, a workspace root too).
+fn saved_anchor(rt: &Runtime) -> std::io::Result<crate::jail::Anchor> {
+    let dir = saved_dir(rt);
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory (a link?): saved indexes are not read or written there",
+            dir.display()
+        )));
+    }
+    crate::jail::Anchor::create(&dir)
+}
+
+/// Remove `root`'s saved index, if any.
+fn forget(rt: &Runtime, root: &Path) {
+    let Ok(anchor) = saved_anchor(rt) else {
+        return;
+    };
+    if let Some(loc) = anchor.locate(&anchor.path().join(persist::file_name(root))) {
+        if let Ok(parent) = loc.parent() {
+            let _ = parent.unlink();
+        }
+    }
+}
+
 /// The saved index of `root`, when there is one that every check passes;
 /// why not otherwise (`Ok(None)`: none saved).
 fn load(rt: &Runtime, root: &Path, budget: usize) -> Result<Option<persist::Loaded>, String> {
@@ -590,7 +648,7 @@ fn load(rt: &Runtime, root: &Path, budget: usize) -> Result<Option<persist::Load
     if std::fs::symlink_metadata(&path).is_err() {
         return Ok(None);
     }
-    let anchor = crate::jail::Anchor::create(&dir).map_err(|e| e.to_string())?;
+    let anchor = saved_anchor(rt).map_err(|e| e.to_string())?;
     let loc = anchor
         .locate(&anchor.path().join(persist::file_name(root)))
         .ok_or("not in the state directory")?;
@@ -617,8 +675,7 @@ fn load(rt: &Runtime, root: &Path, budget: usize) -> Result<Option<persist::Load
 
 /// Save `bytes` as `root`'s index, atomically.
 fn store(rt: &Runtime, root: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = saved_dir(rt);
-    let anchor = crate::jail::Anchor::create(&dir)?;
+    let anchor = saved_anchor(rt)?;
     let loc = anchor
         .locate(&anchor.path().join(persist::file_name(root)))
         .ok_or_else(|| std::io::Error::other("not in the state directory"))?;
@@ -706,6 +763,7 @@ fn build(
         saved,
         reused: 0,
         quiet: Some(quiet),
+        free_until: None,
     };
     let tree = ix.walk_below(rt, Path::new(""))?;
     ix.tree = tree;
@@ -778,7 +836,7 @@ impl RootIndex {
             let summary = (node.kind == Kind::File && !known.protected && !known.excluded)
                 .then(|| {
                     if let Some(q) = &self.quiet {
-                        q.wait();
+                        q.wait(&mut self.free_until);
                     }
                     self.reuse(&rel.join(node.rel), node)
                         .or_else(|| summary_of(node.open_read(), &mut scratch))
@@ -1098,4 +1156,46 @@ pub(crate) fn read_capped<'b>(
     buf.reserve(size as usize + 1);
     file.take(cap + 1).read_to_end(buf).ok()?;
     (buf.len() as u64 <= cap).then_some(buf.as_slice())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A build waits while a search runs, but not without end: searches
+    /// that overlap forever still leave it time to read.
+    #[test]
+    fn a_build_gives_way_to_searches_but_is_never_starved() {
+        let ix = Indexes::new();
+        let quiet = ix.quiet.clone();
+        let mut free = None;
+        // no search: no wait, no free period
+        quiet.wait(&mut free);
+        assert!(free.is_none());
+        // a search that never ends: the wait gives up, then reads freely
+        let held = ix.searching();
+        quiet.wait(&mut free);
+        let until = free.expect("a free period after the longest pause");
+        let again = std::time::Instant::now();
+        quiet.wait(&mut free);
+        if again < until {
+            assert_eq!(free, Some(until), "inside the free period: no wait");
+        } else {
+            // a machine so busy the period ran out: a new pause, a new period
+            assert!(free.is_some_and(|t| t > until));
+        }
+        drop(held);
+        // the search ended: a waiting build wakes at once
+        let (tx, rx) = std::sync::mpsc::channel();
+        let held = ix.searching();
+        let q2 = quiet.clone();
+        let t = std::thread::spawn(move || {
+            q2.wait(&mut None);
+            tx.send(()).unwrap();
+        });
+        drop(held);
+        rx.recv().unwrap();
+        t.join().unwrap();
+        assert_eq!(*quiet.running.lock().unwrap(), 0);
+    }
 }

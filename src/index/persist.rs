@@ -31,7 +31,8 @@
 //! passes still only ever rules files out of a search, as a fresh build
 //! does.
 //!
-//! Layout (little-endian): `MAGIC` (8) · `FORMAT` (u32) · root (u32 length,
+//! Layout (little-endian): `MAGIC` (8) · `FORMAT` (u32) · the filters'
+//! fingerprint ([`fingerprint`], u64) · root (u32 length,
 //! bytes) · build start (i64 seconds, u32 nanoseconds) · the root directory
 //! · payload length (u64) · SHA-256 of everything before it (32).
 //! A directory is an entry count (u32) and its entries; an entry is its
@@ -56,6 +57,29 @@ const TRAILER: usize = 8 + 32;
 const MAX_DEPTH: usize = 512;
 /// A file changed this close to the build's start is not saved.
 pub const RACY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The filters this build makes, summed up: the filter of a fixed text
+/// (its keys, probes and sizing) and the largest file filtered. A saved
+/// index whose filters were made another way is refused even if [`FORMAT`]
+/// was not bumped with the change: a filter read with other keys would rule
+/// out files that match.
+pub fn fingerprint() -> u64 {
+    static FP: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *FP.get_or_init(|| {
+        let sample = b"fn sample_Text(x: u32) -> Value { x * 42 } // The quick brown fox\n\tTODO";
+        let mut h = Sha256::new();
+        match super::filter::Scratch::default().summarize(sample) {
+            Content::Filter(f) => {
+                for w in f.words() {
+                    h.update(w.to_le_bytes());
+                }
+            }
+            _ => h.update(b"no filter"),
+        }
+        h.update(super::MAX_FILE.to_le_bytes());
+        u64::from_le_bytes(h.finalize()[..8].try_into().expect("8 bytes"))
+    })
+}
 
 /// What `stat` says of a file when its filter was made: a file whose stamp
 /// is the same has the same bytes (its ctime moves with every write).
@@ -122,6 +146,7 @@ pub fn encode(root: &Path, started: std::time::SystemTime, tree: &Dir) -> (Vec<u
     let mut out = Vec::with_capacity(1 << 16);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
+    out.extend_from_slice(&fingerprint().to_le_bytes());
     let raw = root.as_os_str().as_bytes();
     out.extend_from_slice(&(raw.len() as u32).to_le_bytes());
     out.extend_from_slice(raw);
@@ -251,6 +276,9 @@ pub fn decode(root: &Path, bytes: &[u8]) -> Result<Loaded, String> {
         b: &bytes[..body],
         at: 12,
     };
+    if r.u64()? != fingerprint() {
+        return Err("made with other filters (keys, probes or sizes)".into());
+    }
     let raw_len = r.u32()? as usize;
     let raw = r.take(raw_len)?;
     if raw != root.as_os_str().as_bytes() {
@@ -323,7 +351,8 @@ fn decode_dir(r: &mut Reader<'_>, depth: usize, files: &mut usize) -> Result<Dir
     if count > r.left() / MIN_ENTRY {
         return Err(format!("{count} entries claimed, {} bytes left", r.left()));
     }
-    let mut entries: Vec<Entry> = Vec::with_capacity(count);
+    // the count is a claim: room for it grows as entries really decode
+    let mut entries: Vec<Entry> = Vec::with_capacity(count.min(1024));
     for _ in 0..count {
         let len = usize::from(r.u8()?);
         let name = r.take(len)?;
@@ -528,6 +557,12 @@ mod tests {
         reseal(&mut foreign);
         let e = decode(root, &foreign).unwrap_err();
         assert!(e.contains("format"), "{e}");
+        // filters made another way, under the same format
+        let mut other = bytes.clone();
+        other[12] ^= 1;
+        reseal(&mut other);
+        let e = decode(root, &other).unwrap_err();
+        assert!(e.contains("other filters"), "{e}");
         // tampered structure behind a valid checksum: names out of order,
         // a count past the end, a filter of a size no build makes
         let mut swapped = bytes.clone();
@@ -536,7 +571,7 @@ mod tests {
         reseal(&mut swapped);
         assert!(decode(root, &swapped).unwrap_err().contains("order"));
         let mut huge = bytes.clone();
-        let count_at = 8 + 4 + 4 + root.as_os_str().len() + 12;
+        let count_at = 8 + 4 + 8 + 4 + root.as_os_str().len() + 12;
         huge[count_at..count_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         reseal(&mut huge);
         assert!(decode(root, &huge).is_err());
