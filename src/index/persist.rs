@@ -42,6 +42,7 @@
 //! filter: u32 words, then the words).
 
 use super::filter::{Content, Filter};
+pub use super::tree::Stamp;
 use super::tree::{Dir, Entry, Known, Summary};
 use crate::jail::dir::Kind;
 use sha2::{Digest, Sha256};
@@ -64,8 +65,7 @@ pub const RACY: std::time::Duration = std::time::Duration::from_secs(2);
 /// was not bumped with the change: a filter read with other keys would rule
 /// out files that match.
 pub fn fingerprint() -> u64 {
-    static FP: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *FP.get_or_init(|| {
+    {
         let sample = b"fn sample_Text(x: u32) -> Value { x * 42 } // The quick brown fox\n\tTODO";
         let mut h = Sha256::new();
         match super::filter::Scratch::default().summarize(sample) {
@@ -78,46 +78,6 @@ pub fn fingerprint() -> u64 {
         }
         h.update(super::MAX_FILE.to_le_bytes());
         u64::from_le_bytes(h.finalize()[..8].try_into().expect("8 bytes"))
-    })
-}
-
-/// What `stat` says of a file when its filter was made: a file whose stamp
-/// is the same has the same bytes (its ctime moves with every write).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Stamp {
-    pub size: u64,
-    pub mtime: (i64, u32),
-    pub ctime: (i64, u32),
-    pub ino: u64,
-    pub dev: u64,
-}
-
-impl Stamp {
-    pub fn of_metadata(md: &std::fs::Metadata) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        Stamp {
-            size: md.size(),
-            mtime: (md.mtime(), md.mtime_nsec() as u32),
-            ctime: (md.ctime(), md.ctime_nsec() as u32),
-            ino: md.ino(),
-            dev: md.dev(),
-        }
-    }
-
-    pub fn of_stat(st: &nix::sys::stat::FileStat) -> Stamp {
-        Stamp {
-            size: st.st_size as u64,
-            mtime: (st.st_mtime, st.st_mtime_nsec as u32),
-            ctime: (st.st_ctime, st.st_ctime_nsec as u32),
-            ino: st.st_ino,
-            dev: st.st_dev,
-        }
-    }
-
-    /// Changed at or after `since` (seconds, nanoseconds since the epoch),
-    /// by its ctime or its mtime.
-    fn changed_since(&self, since: (i64, u32)) -> bool {
-        self.ctime >= since || self.mtime >= since
     }
 }
 

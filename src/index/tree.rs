@@ -96,7 +96,47 @@ pub struct Summary {
     /// More than one hard link: a write elsewhere raises no event here.
     pub linked: bool,
     /// What `stat` said of the file before it was read.
-    pub stamp: super::persist::Stamp,
+    pub stamp: Stamp,
+}
+
+/// What `stat` says of a file when its filter was made: a file whose stamp
+/// is the same has the same bytes (its ctime moves with every write).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stamp {
+    pub size: u64,
+    pub mtime: (i64, u32),
+    pub ctime: (i64, u32),
+    pub ino: u64,
+    pub dev: u64,
+}
+
+impl Stamp {
+    pub fn of_metadata(md: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            size: md.size(),
+            mtime: (md.mtime(), md.mtime_nsec() as u32),
+            ctime: (md.ctime(), md.ctime_nsec() as u32),
+            ino: md.ino(),
+            dev: md.dev(),
+        }
+    }
+
+    pub fn of_stat(st: &nix::sys::stat::FileStat) -> Stamp {
+        Stamp {
+            size: st.st_size as u64,
+            mtime: (st.st_mtime, st.st_mtime_nsec as u32),
+            ctime: (st.st_ctime, st.st_ctime_nsec as u32),
+            ino: st.st_ino,
+            dev: st.st_dev,
+        }
+    }
+
+    /// Changed at or after `since` (seconds, nanoseconds since the epoch),
+    /// by its ctime or its mtime.
+    pub fn changed_since(&self, since: (i64, u32)) -> bool {
+        self.ctime >= since || self.mtime >= since
+    }
 }
 
 /// What the policy says of an entry: protected (`fs.denylist_paths`,
