@@ -253,7 +253,6 @@ fn register_catalog(iii: &IIIClient, catalog: &Arc<Catalog>, services: &Arc<Serv
         answer_hold::KNOB
     );
     let hold = answer_hold::Hold::new(base);
-    drop(hold.watch());
     for def in catalog.iter() {
         let id = def.id;
         let handler = def.handler.clone();
@@ -261,15 +260,16 @@ fn register_catalog(iii: &IIIClient, catalog: &Arc<Catalog>, services: &Arc<Serv
         let main = main.clone();
         let hold = hold.clone();
         let registration = RegisterFunction::new_async(move |payload: Value| {
-            let arrived = tokio::time::Instant::now();
-            let hold = hold.now();
+            let arrived = std::time::Instant::now();
+            let hold = hold.clone();
+            let holding = hold.now();
             let handler = handler.clone();
             let ctx = crate::function::Ctx::new(services.clone());
             let task = main.spawn(async move {
                 let out = handler(ctx, payload)
                     .await
                     .and_then(|v| engine_decodable(id, v));
-                answer_hold::wait(arrived, hold).await;
+                hold.wait(arrived, holding).await;
                 out
             });
             async move {

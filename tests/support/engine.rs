@@ -129,8 +129,9 @@ pub struct AnswerWindow {
 impl Faults {
     /// Largest delay of a fire-and-forget delivery under `unordered`.
     pub const UNORDERED_MAX: Duration = Duration::from_micros(5_000);
-    /// The answer window's width: half of ide's default answer hold, which
-    /// must therefore keep every one of its answers out of it.
+    /// The answer window's width: ide's default answer hold. ide counts its
+    /// hold from its receipt of the call, after the window opened, so it
+    /// must keep every one of its answers out of it.
     pub const ANSWER_WINDOW: Duration = Duration::from_micros(1_000);
     /// The share of calls whose window is open. Not every one: a worker
     /// without a hold (a console page, a test's own worker) would lose every
