@@ -322,12 +322,15 @@ fn search_file(
         binary: false,
     };
     let revision = if md.len() <= WHOLE_MAX {
+        let read_at = std::time::SystemTime::now();
         let whole = crate::index::read_capped(&file, md.len(), WHOLE_MAX, buf);
         let hits = match whole {
             Some(bytes) if memchr::memchr(0, bytes).is_none() => searcher
                 .search_slice(&q.matcher, bytes, &mut sink)
                 .is_ok()
-                .then(|| (!sink.matches.is_empty()).then(|| super::super::revision_of(bytes))),
+                .then(|| {
+                    (!sink.matches.is_empty()).then(|| revision_of(&file, &md, read_at, bytes))
+                }),
             _ => None,
         };
         if buf.capacity() > BUF_KEEP {
@@ -359,6 +362,29 @@ fn search_file(
         matches: sink.finish(&path, revision.as_deref()),
         searched: true,
     }
+}
+
+/// The revision of `bytes`, the whole content of `file` (described by `md`
+/// before they were read from `read_at` on): the one kept from an earlier
+/// search when the file's stamp is the same before and after this read,
+/// else hashed (and kept for the next search).
+fn revision_of(
+    file: &std::fs::File,
+    md: &std::fs::Metadata,
+    read_at: std::time::SystemTime,
+    bytes: &[u8],
+) -> String {
+    use super::revisions::{REVISIONS, Stamp};
+    if let Some(kept) = REVISIONS.get(md)
+        && file
+            .metadata()
+            .is_ok_and(|now| Stamp::of(&now) == Stamp::of(md))
+    {
+        return kept;
+    }
+    let revision = super::super::revision_of(bytes);
+    REVISIONS.keep(md, read_at, &revision);
+    revision
 }
 
 /// Size, modification and change time: what moves when a file changes.

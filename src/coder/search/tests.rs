@@ -1141,6 +1141,48 @@ async fn every_content_match_carries_its_files_revision_for_an_edit_without_a_re
     assert_eq!(edit["results"][0]["success"], true, "{edit}");
 }
 
+/// A repeat search takes a settled file's revision from the cache of
+/// revisions instead of hashing it again; a rewrite that keeps the size and
+/// puts the modification time back still gets the new revision.
+#[tokio::test]
+async fn a_kept_revision_is_never_one_of_bytes_that_changed() {
+    let t = tree(&[("k.txt", "keep TODO one\n")]);
+    let p = t.root.join("k.txt");
+    // settled: its change time older than the cache's racy window
+    std::thread::sleep(super::revisions::RACY + std::time::Duration::from_millis(100));
+    let first = t.ok(content("TODO")).await;
+    let rev1 = crate::coder::revision_of(b"keep TODO one\n");
+    assert_eq!(
+        first["content_matches"][0]["revision"],
+        json!(rev1),
+        "{first}"
+    );
+    let md = std::fs::metadata(&p).unwrap();
+    assert_eq!(
+        super::revisions::REVISIONS.get(&md).as_deref(),
+        Some(rev1.as_str()),
+        "a settled file's revision is kept"
+    );
+    let again = t.ok(content("TODO")).await;
+    assert_eq!(again["content_matches"][0]["revision"], json!(rev1));
+    // same size, modification time put back: only the change time moves
+    let mtime = md.modified().unwrap();
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        f.write_all(b"keep TODO two\n").unwrap();
+        f.set_times(std::fs::FileTimes::new().set_modified(mtime))
+            .unwrap();
+    }
+    let after = t.ok(content("TODO")).await;
+    assert_eq!(
+        after["content_matches"][0]["revision"],
+        json!(crate::coder::revision_of(b"keep TODO two\n")),
+        "{after}"
+    );
+    assert_eq!(after["content_matches"][0]["text"], "keep TODO two");
+}
+
 #[tokio::test]
 async fn a_carriage_return_in_a_regex_says_dollar_already_ends_a_crlf_line() {
     let t = tree(&[("w.ini", "value = 512\r\nvalue = 5000\r\n")]);
