@@ -372,6 +372,9 @@ async fn bench() {
         ide.wait_exit(Duration::from_secs(60)).await.is_some(),
         "the worker did not stop"
     );
+    if std::env::var_os("IDE_BENCH_LOGS").is_some() {
+        println!("the first worker's log:\n{}", ide.logs());
+    }
     let started = Instant::now();
     ide = IdeProcess::spawn(&args, &[("RUST_LOG", &log)]);
     assert!(
@@ -456,7 +459,7 @@ async fn finish(speedups: &[f64], ide: IdeProcess, engine: Engine) {
         );
     }
     if std::env::var_os("IDE_BENCH_LOGS").is_some() {
-        println!("{}", ide.logs());
+        println!("the restarted worker's log:\n{}", ide.logs());
     }
     drop(ide);
     engine.stop().await;
