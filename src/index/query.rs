@@ -136,14 +136,30 @@ fn of_strings(set: &BTreeSet<Vec<u8>>) -> Query {
     Query::and(needed, Query::or(branches))
 }
 
+/// Strings with fewer 4-grams than this are asked for their 3-grams too.
+const FEW_4GRAMS: usize = 4;
+
 /// The keys a file holding `s` (three bytes or more) holds, distinct, in
-/// the string's order: its 4-grams, or for three bytes its 3-gram.
+/// the string's order: its 4-grams, or for three bytes its 3-gram; a short
+/// string (fewer than [`FEW_4GRAMS`] 4-grams) then its 3-grams as well.
+///
+/// A key a file lacks still reads as present ≈ 40 % of the time (two bits a
+/// key), so one or two keys rule out little: `TODO`'s one 4-gram admitted
+/// 19 961 of 45 060 files of a cargo registry tree, about 2 000 of which
+/// hold it. Every file's filter holds its 3-grams anyway (for 3-byte
+/// patterns), and asking `tod` and `odo` too costs a lookup only for the
+/// files that passed the 4-gram. A longer string's 4-grams alone leave a
+/// file that lacks it ≈ 0.4⁴ ≈ 3 % or less.
 fn keys_of(s: &[u8]) -> Vec<u64> {
     if s.len() == 3 {
         return vec![key3(s)];
     }
     let mut seen = HashSet::new();
-    s.windows(4).map(key4).filter(|&k| seen.insert(k)).collect()
+    let mut keys: Vec<u64> = s.windows(4).map(key4).filter(|&k| seen.insert(k)).collect();
+    if keys.len() < FEW_4GRAMS {
+        keys.extend(s.windows(3).map(key3).filter(|&k| seen.insert(k)));
+    }
+    keys
 }
 
 /// What is known about a node: the exact strings it matches (when few), and
@@ -362,6 +378,27 @@ mod tests {
     }
 
     #[test]
+    fn a_short_literal_asks_its_3grams_after_its_4grams() {
+        let q = of_pattern("TODO", false, false).unwrap();
+        assert_eq!(
+            q,
+            Query::And(vec![
+                Query::Key(key4(b"todo")),
+                Query::Key(key3(b"tod")),
+                Query::Key(key3(b"odo")),
+            ])
+        );
+        assert_eq!(q.first_key(), Some(key4(b"todo")), "the 4-gram first");
+        assert!(admits(&q, "// TODO: later") && admits(&q, "todo!()"));
+        // a longer literal: its 4-grams are enough
+        let long = of_pattern("impl Default", false, false).unwrap();
+        let Query::And(parts) = &long else {
+            panic!("{long:?}")
+        };
+        assert_eq!(parts.len(), 9, "{long:?}");
+    }
+
+    #[test]
     fn case_folding_admits_every_spelling() {
         let q = of_pattern("Hello", false, true).unwrap();
         for t in ["hello", "HELLO", "hElLo"] {
@@ -397,13 +434,17 @@ mod tests {
     fn keys_every_string_needs_are_asked_once_and_first() {
         let q = of_pattern("abcd(ef|xy)", true, false).unwrap();
         let k = |s: &[u8]| Query::Key(key4(s));
+        let k3 = |s: &[u8]| Query::Key(key3(s));
+        // six bytes, three 4-grams: their 3-grams are asked too, after them
         assert_eq!(
             q,
             Query::And(vec![
                 k(b"abcd"),
+                k3(b"abc"),
+                k3(b"bcd"),
                 Query::Or(vec![
-                    Query::And(vec![k(b"bcde"), k(b"cdef")]),
-                    Query::And(vec![k(b"bcdx"), k(b"cdxy")]),
+                    Query::And(vec![k(b"bcde"), k(b"cdef"), k3(b"cde"), k3(b"def")]),
+                    Query::And(vec![k(b"bcdx"), k(b"cdxy"), k3(b"cdx"), k3(b"dxy")]),
                 ]),
             ])
         );
