@@ -118,6 +118,10 @@ const PROCESS_STATE: &[(&str, &str)] = &[
         "a cache of user and group names of this machine",
     ),
     (
+        "coder/search/revisions.rs",
+        "the content hashes of this machine's files under an unchanged stamp, a fact of the file like fs/ls.rs's names: a worker only looks up a file it opened through its own policy",
+    ),
+    (
         "coder/search/scan.rs",
         "read buffers kept between searches (at most 8 of at most 1 MiB), an allocator's free list: memory, not state",
     ),
