@@ -376,9 +376,7 @@ fn revision_of(
 ) -> String {
     use super::revisions::{REVISIONS, Stamp};
     if let Some(kept) = REVISIONS.get(md)
-        && file
-            .metadata()
-            .is_ok_and(|now| Stamp::of(&now) == Stamp::of(md))
+        && stamp(file) == Some(Stamp::of(md))
     {
         return kept;
     }
@@ -388,16 +386,10 @@ fn revision_of(
 }
 
 /// Size, modification and change time: what moves when a file changes.
-fn stamp(file: &std::fs::File) -> Option<(u64, i64, i64, i64, i64)> {
-    use std::os::unix::fs::MetadataExt;
-    let m = file.metadata().ok()?;
-    Some((
-        m.len(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec(),
-    ))
+fn stamp(file: &std::fs::File) -> Option<super::revisions::Stamp> {
+    file.metadata()
+        .ok()
+        .map(|m| super::revisions::Stamp::of(&m))
 }
 
 /// A line the searcher reported (a match or context), cut to
