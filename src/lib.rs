@@ -38,6 +38,7 @@
 pub mod batch;
 pub mod bus;
 pub mod catalog;
+pub mod code;
 pub mod coder;
 pub mod config;
 pub mod control;

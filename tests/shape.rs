@@ -42,8 +42,9 @@ const LAYERS: &[(&str, &[&str])] = &[
         "machinery",
         &[
             "exec", "pty", "watch",
+            // code understanding (languages, outlines, occurrences) and
             // the content index of coder::search
-            "index",
+            "code", "index",
             // the functions of those modules sit above, with the others
         ],
     ),

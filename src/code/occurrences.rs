@@ -1,0 +1,155 @@
+//! Where a name occurs in a file: the identifier tokens with that exact
+//! text, never inside a comment or a string literal (a comment is no
+//! token; a string literal's contents are `@exclude`d by the query file),
+//! each with its role.
+
+use super::lang::Compiled;
+use super::outline::Outline;
+use serde::Serialize;
+use tree_sitter::{Node, Tree};
+
+/// What an occurrence does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The name of a definition.
+    Definition,
+    /// Inside an import statement.
+    Import,
+    Reference,
+}
+
+/// One occurrence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Occurrence {
+    /// 1-based line and 1-based byte column.
+    pub line: u32,
+    pub column: u32,
+    /// Byte offset.
+    pub at: usize,
+    pub role: Role,
+}
+
+/// Every occurrence of `name` in a parsed file, in order. The outline
+/// (of the same tree) tells definitions apart.
+pub fn find(
+    lang: &Compiled,
+    tree: &Tree,
+    text: &[u8],
+    outline: &Outline,
+    name: &str,
+) -> Vec<Occurrence> {
+    let needle = name.as_bytes();
+    if needle.is_empty() {
+        return Vec::new();
+    }
+    let root = tree.root_node();
+    let mut out = Vec::new();
+    for at in memchr::memmem::find_iter(text, needle) {
+        let end = at + needle.len();
+        let Some(node) = root.descendant_for_byte_range(at, end) else {
+            continue;
+        };
+        if node.start_byte() != at
+            || node.end_byte() != end
+            || !lang.identifier.contains(&node.kind_id())
+        {
+            continue;
+        }
+        let Some(role) = role_of(lang, node, outline) else {
+            continue;
+        };
+        let p = node.start_position();
+        out.push(Occurrence {
+            line: p.row as u32 + 1,
+            column: p.column as u32 + 1,
+            at,
+            role,
+        });
+    }
+    out
+}
+
+/// The role of an identifier node; `None` inside an excluded node.
+fn role_of(lang: &Compiled, node: Node<'_>, outline: &Outline) -> Option<Role> {
+    let mut import = false;
+    let mut cur = node.parent();
+    while let Some(n) = cur {
+        let k = n.kind_id();
+        if lang.exclude.contains(&k) {
+            return None;
+        }
+        import |= lang.import.contains(&k);
+        cur = n.parent();
+    }
+    let at = node.start_byte();
+    if outline
+        .syms
+        .iter()
+        .any(|s| s.name_start == at && s.name_end == node.end_byte())
+    {
+        return Some(Role::Definition);
+    }
+    Some(if import {
+        Role::Import
+    } else {
+        Role::Reference
+    })
+}
+
+/// The identifier at a byte offset (a position on its first byte or just
+/// past its last byte counts), with its byte range.
+pub fn identifier_at<'t>(lang: &Compiled, tree: &'t Tree, at: usize) -> Option<Node<'t>> {
+    let root = tree.root_node();
+    for probe in [at, at.saturating_sub(1)] {
+        if let Some(n) = root.descendant_for_byte_range(probe, probe) {
+            if lang.identifier.contains(&n.kind_id()) && n.start_byte() <= at && at <= n.end_byte()
+            {
+                let excluded = {
+                    let mut cur = n.parent();
+                    let mut ex = false;
+                    while let Some(p) = cur {
+                        ex |= lang.exclude.contains(&p.kind_id());
+                        cur = p.parent();
+                    }
+                    ex
+                };
+                if !excluded {
+                    return Some(n);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Every distinct identifier of a file (for the reference graph), skipping
+/// those inside excluded nodes. Sorted, deduplicated.
+pub fn identifiers(lang: &Compiled, tree: &Tree, text: &[u8]) -> Vec<String> {
+    let mut out: Vec<&[u8]> = Vec::new();
+    let mut c = tree.walk();
+    'walk: loop {
+        let n = c.node();
+        let k = n.kind_id();
+        let skip = lang.exclude.contains(&k);
+        if !skip && lang.identifier.contains(&k) {
+            out.push(&text[n.byte_range()]);
+        }
+        if !skip && c.goto_first_child() {
+            continue;
+        }
+        loop {
+            if c.goto_next_sibling() {
+                continue 'walk;
+            }
+            if !c.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out.into_iter()
+        .filter_map(|b| std::str::from_utf8(b).ok().map(str::to_string))
+        .collect()
+}

@@ -1,0 +1,319 @@
+//! A file's definitions, as tree-sitter and its language's query file see
+//! them: parsed off the async runtime by the caller, bounded in size and
+//! time, exact for what the query claims.
+
+use super::lang::{self, Compiled};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use streaming_iterator::StreamingIterator;
+use tree_sitter::{Node, Parser, Tree};
+
+/// Largest file parsed; a larger one gets a note and no symbols.
+pub const MAX_PARSE_BYTES: usize = 4 << 20;
+/// Longest one file's parse may take.
+pub const MAX_PARSE_TIME: std::time::Duration = std::time::Duration::from_secs(5);
+/// Longest signature kept (cut at a character boundary, with `…`).
+const MAX_SIGNATURE: usize = 200;
+
+/// One definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sym {
+    pub name: String,
+    pub kind: &'static str,
+    /// Index of the enclosing definition in the outline's list.
+    pub parent: Option<u32>,
+    /// The parent a query names when it is not the enclosing definition
+    /// (a Go method's receiver type, `Type::method` in C++).
+    pub owner: Option<String>,
+    /// 1-based line and 1-based byte column of the name.
+    pub line: u32,
+    pub column: u32,
+    /// 1-based last line of the definition.
+    pub end_line: u32,
+    /// Byte range of the definition with the nodes around it that belong
+    /// to it (decorators, `export`, a `template<>` head).
+    pub start: usize,
+    pub end: usize,
+    /// Where the definition starts with its leading comments and
+    /// attributes (≤ `start`).
+    pub lead: usize,
+    /// Byte range of the name.
+    pub name_start: usize,
+    pub name_end: usize,
+    /// The declaration's first line, trimmed.
+    pub signature: String,
+}
+
+/// What a parse found.
+#[derive(Debug)]
+pub struct Outline {
+    pub lang: &'static Compiled,
+    /// In document order; a parent before its children.
+    pub syms: Vec<Sym>,
+    pub has_errors: bool,
+}
+
+/// Why a file has no outline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unparsed {
+    TooLarge(usize),
+    TimedOut,
+}
+
+impl Unparsed {
+    pub fn note(&self) -> String {
+        match self {
+            Unparsed::TooLarge(n) => format!(
+                "{n} bytes, over the {MAX_PARSE_BYTES} bytes a file is parsed up to: no symbols; \
+                 coder::search finds text in it"
+            ),
+            Unparsed::TimedOut => format!(
+                "parsing took longer than {} s: no symbols; coder::search finds text in it",
+                MAX_PARSE_TIME.as_secs()
+            ),
+        }
+    }
+}
+
+thread_local! {
+    /// One parser per thread and language (a parser is not `Sync`; making
+    /// one costs more than a small file's parse).
+    static PARSERS: RefCell<HashMap<u8, Parser>> = RefCell::new(HashMap::new());
+}
+
+/// Parse `text` as `lang`. Blocking: call it off the async runtime.
+pub fn parse(lang: &'static Compiled, text: &[u8]) -> Result<Tree, Unparsed> {
+    if text.len() > MAX_PARSE_BYTES {
+        return Err(Unparsed::TooLarge(text.len()));
+    }
+    PARSERS.with(|p| {
+        let mut parsers = p.borrow_mut();
+        let parser = parsers.entry(lang.id).or_insert_with(|| {
+            let mut p = Parser::new();
+            p.set_language(&lang.language)
+                .expect("grammar ABI checked by the language table's test");
+            p
+        });
+        parser.reset();
+        let deadline = std::time::Instant::now() + MAX_PARSE_TIME;
+        let mut cb = |_: &tree_sitter::ParseState| {
+            if std::time::Instant::now() > deadline {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        let opts = tree_sitter::ParseOptions::new().progress_callback(&mut cb);
+        let len = text.len();
+        parser
+            .parse_with_options(
+                &mut |i, _| if i < len { &text[i..] } else { &[] },
+                None,
+                Some(opts),
+            )
+            .ok_or(Unparsed::TimedOut)
+    })
+}
+
+/// The outline of `text` as `lang`.
+pub fn outline(lang: &'static Compiled, text: &[u8]) -> Result<Outline, Unparsed> {
+    let tree = parse(lang, text)?;
+    Ok(of_tree(lang, &tree, text))
+}
+
+/// The outline of a parsed tree.
+pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
+    let root = tree.root_node();
+    let mut cursor = tree_sitter::QueryCursor::new();
+    cursor.set_match_limit(4096);
+    // per definition node: the first pattern's reading of it
+    let mut found: HashMap<usize, (usize, Node<'_>, Node<'_>, &'static str, Option<Node<'_>>)> =
+        HashMap::new();
+    let mut matches = cursor.matches(&lang.defs, root, text);
+    while let Some(m) = matches.next() {
+        let mut def = None;
+        let mut name = None;
+        let mut owner = None;
+        for c in m.captures() {
+            if c.index == lang.name_capture {
+                name = Some(c.node);
+            } else if Some(c.index) == lang.parent_capture {
+                owner = Some(c.node);
+            } else if let Some(kind) = lang.def_kind[c.index as usize] {
+                def = Some((c.node, kind));
+            }
+        }
+        let (Some((node, kind)), Some(name)) = (def, name) else {
+            continue;
+        };
+        let e = found
+            .entry(node.id())
+            .or_insert((m.pattern_index, node, name, kind, owner));
+        if m.pattern_index < e.0 {
+            *e = (m.pattern_index, node, name, kind, owner);
+        }
+    }
+    let mut defs: Vec<_> = found.into_values().collect();
+    defs.sort_by_key(|(_, n, ..)| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+    let mut syms: Vec<Sym> = Vec::with_capacity(defs.len());
+    // enclosing definitions: (end byte, index)
+    let mut stack: Vec<(usize, u32)> = Vec::new();
+    for (_, node, name_node, kind, owner) in defs {
+        while stack
+            .last()
+            .is_some_and(|(end, _)| *end <= node.start_byte())
+        {
+            stack.pop();
+        }
+        // a type alias holds members, not the type it names (C's
+        // `typedef struct P {..} P;`): that sits beside it
+        let parent = stack
+            .iter()
+            .rev()
+            .map(|(_, i)| *i)
+            .find(|i| !(syms[*i as usize].kind == "type" && lang::is_type_kind(kind)));
+        let mut kind = kind;
+        if kind == "function" && parent.is_some_and(|p| lang::is_type_kind(syms[p as usize].kind)) {
+            kind = "method";
+        }
+        let (start, end) = extent(lang, node);
+        let lead = leading(lang, node, start, text);
+        let name_pos = name_node.start_position();
+        let sym = Sym {
+            name: String::from_utf8_lossy(&text[name_node.byte_range()]).into_owned(),
+            kind,
+            parent,
+            owner: owner.map(|o| String::from_utf8_lossy(&text[o.byte_range()]).into_owned()),
+            line: name_pos.row as u32 + 1,
+            column: name_pos.column as u32 + 1,
+            end_line: node.end_position().row as u32 + 1,
+            start,
+            end,
+            lead,
+            name_start: name_node.start_byte(),
+            name_end: name_node.end_byte(),
+            signature: signature(text, node.start_byte()),
+        };
+        let i = syms.len() as u32;
+        if !lang::is_leaf_kind(kind) {
+            stack.push((node.end_byte(), i));
+        }
+        syms.push(sym);
+    }
+    Outline {
+        lang,
+        syms,
+        has_errors: root.has_error(),
+    }
+}
+
+/// The range of a definition with the wrappers that belong to it.
+fn extent(lang: &Compiled, node: Node<'_>) -> (usize, usize) {
+    let mut cur = node;
+    while let Some(p) = cur.parent() {
+        let k = p.kind_id();
+        let single = lang.wrapper_single.contains(&k) && {
+            let mut c = p.walk();
+            p.named_children(&mut c)
+                .filter(|n| !lang.leading.contains(&n.kind_id()))
+                .count()
+                == 1
+        };
+        if lang.wrapper.contains(&k) || single {
+            cur = p;
+        } else {
+            break;
+        }
+    }
+    (cur.start_byte(), cur.end_byte())
+}
+
+/// Where a definition starting at `start` (the outermost node `node` is in)
+/// starts with the comments and attributes right before it: each on the
+/// line(s) just above, with no blank line between.
+fn leading(lang: &Compiled, node: Node<'_>, start: usize, text: &[u8]) -> usize {
+    // climb to the node that starts at `start`
+    let mut cur = node;
+    while cur.start_byte() != start {
+        match cur.parent() {
+            Some(p) => cur = p,
+            None => return start,
+        }
+    }
+    let mut lead = start;
+    let mut prev = cur.prev_sibling();
+    while let Some(p) = prev {
+        if !lang.leading.contains(&p.kind_id()) {
+            break;
+        }
+        // only a line break (and indentation) between
+        let gap = &text[p.end_byte()..lead];
+        let newlines = gap.iter().filter(|b| **b == b'\n').count();
+        if newlines > 1 || gap.iter().any(|b| !b.is_ascii_whitespace()) {
+            break;
+        }
+        // a trailing comment of the line before (code before it) is not ours
+        let line_start = text[..p.start_byte()]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        if text[line_start..p.start_byte()]
+            .iter()
+            .any(|b| !b.is_ascii_whitespace())
+        {
+            break;
+        }
+        lead = p.start_byte();
+        prev = p.prev_sibling();
+    }
+    lead
+}
+
+fn signature(text: &[u8], start: usize) -> String {
+    let rest = &text[start..];
+    let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
+    let s = String::from_utf8_lossy(line);
+    let s = s.trim();
+    if s.len() <= MAX_SIGNATURE {
+        return s.to_string();
+    }
+    let mut cut = MAX_SIGNATURE;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &s[..cut])
+}
+
+impl Outline {
+    /// The name path of symbol `i`: its ancestors' names (and the parent a
+    /// query named) joined by `/`.
+    pub fn name_path(&self, i: usize) -> String {
+        let mut parts = Vec::new();
+        let mut cur = Some(i);
+        while let Some(j) = cur {
+            let s = &self.syms[j];
+            parts.push(s.name.as_str());
+            if let Some(o) = &s.owner {
+                parts.push(o.as_str());
+            }
+            cur = s.parent.map(|p| p as usize);
+        }
+        parts.reverse();
+        parts.join("/")
+    }
+
+    /// Depth of symbol `i` (0: top level).
+    pub fn depth(&self, i: usize) -> usize {
+        let mut d = 0;
+        let mut cur = self.syms[i].parent;
+        while let Some(p) = cur {
+            d += 1;
+            cur = self.syms[p as usize].parent;
+        }
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests;

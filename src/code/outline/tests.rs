@@ -1,0 +1,172 @@
+use super::*;
+use crate::code::lang;
+
+/// (name path, kind, line) of every symbol of `text` as `lang`.
+fn paths(lang: &str, text: &str) -> Vec<(String, &'static str, u32)> {
+    let o = outline(lang::by_name(lang).unwrap(), text.as_bytes()).unwrap();
+    (0..o.syms.len())
+        .map(|i| (o.name_path(i), o.syms[i].kind, o.syms[i].line))
+        .collect()
+}
+
+fn has(all: &[(String, &'static str, u32)], path: &str, kind: &str, line: u32) {
+    assert!(
+        all.iter()
+            .any(|(p, k, l)| p == path && *k == kind && *l == line),
+        "no {path} ({kind}) at line {line} in {all:#?}"
+    );
+}
+
+#[test]
+fn python_nested_classes_decorators_and_methods() {
+    let src = "import os\nX = 1\n\n@dataclass\nclass Outer:\n    y: int = 2\n    z = 3\n    class Inner:\n        def m(self):\n            def local():\n                pass\n    def __init__(self):\n        pass\n    @property\n    def p(self):\n        return 1\n\nasync def run():\n    pass\n";
+    let all = paths("python", src);
+    has(&all, "X", "variable", 2);
+    has(&all, "Outer", "class", 5);
+    has(&all, "Outer/z", "field", 7);
+    has(&all, "Outer/Inner", "class", 8);
+    has(&all, "Outer/Inner/m", "method", 9);
+    has(&all, "Outer/Inner/m/local", "function", 10);
+    has(&all, "Outer/__init__", "constructor", 12);
+    has(&all, "Outer/p", "method", 15);
+    has(&all, "run", "function", 18);
+    let o = outline(lang::by_name("python").unwrap(), src.as_bytes()).unwrap();
+    let outer = o.syms.iter().find(|s| s.name == "Outer").unwrap();
+    // the decorator belongs to the class
+    assert_eq!(&src[outer.start..outer.start + 10], "@dataclass");
+    assert!(!o.has_errors);
+}
+
+#[test]
+fn rust_impl_blocks_traits_macros_and_attributes() {
+    let src = "/// Docs.\n#[derive(Debug)]\npub struct Parser<T> { pos: usize, t: T }\n\nimpl<T> Parser<T> {\n    pub fn parse_expr(&self) -> u32 { 0 }\n}\n\ntrait Shape { fn area(&self) -> f64; }\nimpl Shape for Parser<u8> { fn area(&self) -> f64 { 1.0 } }\n\nmacro_rules! m { () => {} }\nenum E { A, B(u8) }\nconst C: u8 = 1;\nmod inner { fn f() {} }\n";
+    let all = paths("rust", src);
+    has(&all, "Parser", "struct", 3);
+    has(&all, "Parser/pos", "field", 3);
+    has(&all, "Parser", "impl", 5);
+    has(&all, "Parser/parse_expr", "method", 6);
+    has(&all, "Shape", "trait", 9);
+    has(&all, "Shape/area", "method", 9);
+    has(&all, "Parser/area", "method", 10);
+    has(&all, "m", "macro", 12);
+    has(&all, "E", "enum", 13);
+    has(&all, "E/A", "enum_member", 13);
+    has(&all, "C", "constant", 14);
+    has(&all, "inner/f", "function", 15);
+    let o = outline(lang::by_name("rust").unwrap(), src.as_bytes()).unwrap();
+    let parser = &o.syms[0];
+    assert_eq!(
+        parser.lead, 0,
+        "doc comment and attribute belong to the struct"
+    );
+    assert_eq!(
+        parser.signature,
+        "pub struct Parser<T> { pos: usize, t: T }"
+    );
+}
+
+#[test]
+fn typescript_interfaces_overloads_generics_and_exports() {
+    let src = "export interface Shape { area(): number; name: string }\ntype Id<T> = T;\nexport function f(a: string): void;\nexport function f(a: number): void;\nexport function f(a: any) {}\nexport class Box<T> implements Shape {\n  constructor(private v: T) {}\n  area(): number { return 1 }\n  name = 'b';\n}\nenum Color { Red, Green = 2 }\nconst handler = (x: number) => x;\nnamespace NS { export const k = 1; }\n";
+    let all = paths("typescript", src);
+    has(&all, "Shape", "interface", 1);
+    has(&all, "Shape/area", "method", 1);
+    has(&all, "Shape/name", "field", 1);
+    has(&all, "Id", "type", 2);
+    assert_eq!(all.iter().filter(|(p, ..)| p == "f").count(), 3, "{all:?}");
+    has(&all, "Box", "class", 6);
+    has(&all, "Box/constructor", "constructor", 7);
+    has(&all, "Box/area", "method", 8);
+    has(&all, "Box/name", "field", 9);
+    has(&all, "Color", "enum", 11);
+    has(&all, "Color/Red", "enum_member", 11);
+    has(&all, "Color/Green", "enum_member", 11);
+    has(&all, "handler", "function", 12);
+    has(&all, "NS", "module", 13);
+}
+
+#[test]
+fn tsx_and_jsx_components() {
+    let src = "export function App() {\n  return <div onClick={() => go()}><Child /></div>;\n}\nclass Child extends React.Component { render() { return <span/>; } }\n";
+    for lang in ["tsx", "javascript"] {
+        let all = paths(lang, src);
+        has(&all, "App", "function", 1);
+        has(&all, "Child", "class", 4);
+        has(&all, "Child/render", "method", 4);
+    }
+}
+
+#[test]
+fn go_receivers_are_parents() {
+    let src = "package p\n\nimport \"fmt\"\n\ntype Parser struct {\n\tpos int\n}\n\ntype Shape interface {\n\tArea() float64\n}\n\nfunc (p *Parser) Parse() error { return nil }\nfunc New[T any]() *Parser { return nil }\nconst Max = 3\nvar v = 1\n";
+    let all = paths("go", src);
+    has(&all, "Parser", "struct", 5);
+    has(&all, "Parser/pos", "field", 6);
+    has(&all, "Shape", "interface", 9);
+    has(&all, "Shape/Area", "method", 10);
+    has(&all, "Parser/Parse", "method", 13);
+    has(&all, "New", "function", 14);
+    has(&all, "Max", "constant", 15);
+    has(&all, "v", "variable", 16);
+}
+
+#[test]
+fn java_overloads_and_constructors() {
+    let src = "package a;\nimport java.util.List;\n/** Docs. */\n@Deprecated\npublic class A<T> {\n  private int x;\n  public A() {}\n  void f(int a) {}\n  void f(String s) {}\n  interface I { void g(); }\n  enum E { ONE, TWO }\n}\n";
+    let all = paths("java", src);
+    has(&all, "A", "class", 5);
+    has(&all, "A/x", "field", 6);
+    has(&all, "A/A", "constructor", 7);
+    assert_eq!(all.iter().filter(|(p, ..)| p == "A/f").count(), 2);
+    has(&all, "A/I", "interface", 10);
+    has(&all, "A/I/g", "method", 10);
+    has(&all, "A/E/ONE", "enum_member", 11);
+}
+
+#[test]
+fn c_and_cpp() {
+    let c = "#include <stdio.h>\n#define MAX 3\ntypedef struct Point { int x; } Point;\nstatic int *mk(void) { return 0; }\nint add(int a, int b);\nenum Color { RED };\n";
+    let all = paths("c", c);
+    has(&all, "MAX", "macro", 2);
+    has(&all, "Point", "struct", 3);
+    has(&all, "Point", "type", 3);
+    has(&all, "mk", "function", 4);
+    has(&all, "add", "prototype", 5);
+    has(&all, "Color/RED", "enum_member", 6);
+    let cpp = "namespace ns {\nclass Parser {\n public:\n  int parse();\n  int inline_one() { return 1; }\n};\nint Parser::parse() { return 0; }\ntemplate <typename T> T id(T v) { return v; }\n}\n";
+    let all = paths("cpp", cpp);
+    has(&all, "ns", "namespace", 1);
+    has(&all, "ns/Parser", "class", 2);
+    has(&all, "ns/Parser/parse", "prototype", 4);
+    has(&all, "ns/Parser/inline_one", "method", 5);
+    has(&all, "ns/Parser/parse", "method", 7);
+    has(&all, "ns/id", "function", 8);
+}
+
+#[test]
+fn syntax_errors_keep_what_is_recovered() {
+    let src =
+        "def good():\n    pass\n\ndef broken(:\n    pass\n\nclass Later:\n    def m(self): pass\n";
+    let o = outline(lang::by_name("python").unwrap(), src.as_bytes()).unwrap();
+    assert!(o.has_errors);
+    let names: Vec<_> = o.syms.iter().map(|s| s.name.as_str()).collect();
+    assert!(
+        names.contains(&"good") && names.contains(&"Later") && names.contains(&"m"),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn crlf_and_bom_lines_are_the_files_lines() {
+    let src = "\u{feff}class A:\r\n    def m(self):\r\n        pass\r\n";
+    let all = paths("python", src);
+    has(&all, "A", "class", 1);
+    has(&all, "A/m", "method", 2);
+}
+
+#[test]
+fn too_large_is_a_note_not_a_stall() {
+    let big = vec![b'x'; MAX_PARSE_BYTES + 1];
+    let e = outline(lang::by_name("python").unwrap(), &big).unwrap_err();
+    assert!(e.note().contains("over the"));
+}

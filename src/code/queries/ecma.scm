@@ -1,0 +1,37 @@
+; What JavaScript, TypeScript and their JSX dialects share. Captures as in
+; python.scm; each dialect adds its own file.
+
+(class_declaration name: (_) @name) @definition.class
+(class name: (_) @name) @definition.class
+(method_definition name: (property_identifier) @name (#eq? @name "constructor")) @definition.constructor
+(method_definition name: (_) @name) @definition.method
+(function_declaration name: (identifier) @name) @definition.function
+(generator_function_declaration name: (identifier) @name) @definition.function
+(lexical_declaration
+  (variable_declarator
+    name: (identifier) @name
+    value: [(arrow_function) (function_expression) (generator_function)])) @definition.function
+(variable_declaration
+  (variable_declarator
+    name: (identifier) @name
+    value: [(arrow_function) (function_expression) (generator_function)])) @definition.function
+(program (lexical_declaration "const" (variable_declarator name: (identifier) @name)) @definition.constant)
+(program (export_statement (lexical_declaration "const" (variable_declarator name: (identifier) @name)) @definition.constant))
+(program (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.variable)
+(program (export_statement (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.variable))
+(program (variable_declaration (variable_declarator name: (identifier) @name)) @definition.variable)
+
+(export_statement) @wrapper
+(comment) @leading
+(decorator) @leading
+
+(import_statement) @import
+
+(identifier) @identifier
+(property_identifier) @identifier
+(shorthand_property_identifier) @identifier
+(shorthand_property_identifier_pattern) @identifier
+(private_property_identifier) @identifier
+(string) @exclude
+(template_string) @exclude
+(regex) @exclude

@@ -1,0 +1,3 @@
+; JavaScript and JSX, after ecma.scm.
+
+(field_definition property: (property_identifier) @name) @definition.field
