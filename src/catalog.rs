@@ -33,6 +33,7 @@ impl Catalog {
             crate::coder::delete_file::def(),
             crate::coder::move_file::def(),
             crate::coder::search::def(),
+            crate::coder::symbols::def(),
             crate::coder::change_diff::def(),
             crate::turns::list::def(),
             crate::turns::revert::def(),

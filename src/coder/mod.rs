@@ -14,6 +14,8 @@ pub mod list_folder;
 pub mod move_file;
 pub mod read_file;
 pub mod search;
+pub mod source;
+pub mod symbols;
 pub mod tree;
 pub mod update_file;
 

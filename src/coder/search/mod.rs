@@ -167,6 +167,33 @@ pub struct SearchInput {
     pub group_by_file: bool,
 }
 
+impl SearchInput {
+    /// A search of the primary root with every default, for callers that
+    /// walk files as a search does ([`candidate_files`]).
+    pub(crate) fn files_only() -> SearchInput {
+        SearchInput {
+            base_dir: None,
+            context_lines_after: None,
+            context_lines_before: None,
+            exclude_globs: Vec::new(),
+            fuzzy_paths: false,
+            ignore_case: false,
+            include_globs: Vec::new(),
+            include_hidden: true,
+            max_line_bytes: None,
+            max_matches: None,
+            path: ".".into(),
+            query: String::new(),
+            regex: false,
+            respect_gitignore: false,
+            search_content: true,
+            search_paths: false,
+            use_default_excludes: true,
+            group_by_file: false,
+        }
+    }
+}
+
 fn yes() -> bool {
     true
 }
@@ -498,6 +525,70 @@ pub(crate) fn run(
         note,
         files: None,
     })
+}
+
+/// The files a content search for the literal `word` would read under
+/// `req`'s folder (its globs, excludes, hidden and ignore-file rules, and
+/// the policy, exactly as `coder::search` walks), each as its absolute path
+/// and handle location, in path order. Files the content index proves hold
+/// no `word` are left out, and so are binary files and files over
+/// `fs.max_read_bytes` (a search skips them too); an empty `word` keeps
+/// every file. `req.query` is ignored. Blocking.
+pub(crate) fn candidate_files(
+    rt: &Arc<Runtime>,
+    index: Option<&crate::index::Indexes>,
+    req: &SearchInput,
+    word: &str,
+    cancel: Arc<AtomicBool>,
+) -> crate::error::Result<(Vec<(PathBuf, crate::policy::Resolved)>, bool)> {
+    let _searching = index.map(|ix| ix.searching());
+    let mut req = req.clone();
+    req.query = if word.is_empty() {
+        "x".into()
+    } else {
+        word.into()
+    };
+    req.regex = false;
+    req.ignore_case = false;
+    req.search_content = true;
+    req.search_paths = false;
+    let mut plan = plan(rt, &req, cancel)?;
+    let lease = match index {
+        Some(ix) if !plan.respect_gitignore && !plan.filters.from_fs_root => {
+            let is_dir = plan.root_at.loc().lstat().is_ok_and(|st| {
+                crate::jail::dir::Kind::of_mode(st.st_mode) == crate::jail::dir::Kind::Dir
+            });
+            if is_dir {
+                ix.lease(rt, &plan.root_at)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
+    let lease = lease.filter(|(l, rel)| l.has_dir(rel)).map(|(l, rel)| {
+        plan.index_rel = rel;
+        l
+    });
+    if !word.is_empty() {
+        plan.ngrams = lease
+            .as_ref()
+            .and_then(|_| crate::index::query::of_pattern(word, false, false))
+            .filter(|q| !q.is_all());
+    }
+    let indexed = lease.is_some();
+    let mut out = Vec::new();
+    walk::walk(rt, &plan, lease.as_ref(), |f| {
+        match f {
+            walk::FileRef::Root => out.push((plan.root.clone(), plan.root_at.clone())),
+            walk::FileRef::Below(rel, crate::index::Verdict::Read) => {
+                out.push((plan.root.join(rel), plan.root_at.below(rel)))
+            }
+            walk::FileRef::Below(..) => {}
+        }
+        !plan.cancelled()
+    });
+    Ok((out, indexed))
 }
 
 /// The `note` of a content search the index cannot narrow (with the index

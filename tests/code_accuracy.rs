@@ -1,0 +1,573 @@
+//! Accuracy of code understanding, against oracles no one here wrote:
+//! Python's own `ast` (definitions) and `tokenize` (occurrences) on the
+//! Python standard library installed on the machine, and universal-ctags
+//! on real sources of each language found on the machine.
+//!
+//! The test command runs them on a sample (every `IDE_ORACLE_STEP`-th
+//! file, default 7); `IDE_ORACLE_STEP=1` runs the whole corpus (the
+//! figures in BENCHMARKS.md). A missing oracle skips with a line on
+//! stderr, unless `IDE_CODE_ORACLES=required` (CI), where it fails.
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn required() -> bool {
+    std::env::var("IDE_CODE_ORACLES").is_ok_and(|v| v == "required")
+}
+
+fn step() -> usize {
+    std::env::var("IDE_ORACLE_STEP")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7)
+}
+
+fn oracle(script: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/oracles")
+        .join(script)
+}
+
+/// The Python standard library's folder, as the machine's `python3` says.
+fn python_stdlib() -> Option<PathBuf> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
+        ])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+fn skip(why: &str) {
+    assert!(!required(), "oracle missing: {why}");
+    eprintln!("skipped: {why}");
+}
+
+fn json_lines(out: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("oracle line"))
+        .collect()
+}
+
+/// (name, line) of every function, method and class ide finds in a file.
+fn ide_defs(path: &Path) -> BTreeSet<(String, u64)> {
+    let text = std::fs::read(path).unwrap();
+    let lang = ide::code::lang::by_name("python").unwrap();
+    let Ok(o) = ide::code::outline::outline(lang, &text) else {
+        return BTreeSet::new();
+    };
+    o.syms
+        .iter()
+        .filter(|s| matches!(s.kind, "class" | "function" | "method" | "constructor"))
+        .map(|s| (s.name.clone(), u64::from(s.line)))
+        .collect()
+}
+
+#[test]
+fn python_definitions_match_pythons_own_ast() {
+    let Some(stdlib) = python_stdlib() else {
+        return skip("no python3");
+    };
+    let out = Command::new("python3")
+        .arg(oracle("py_defs.py"))
+        .arg(&stdlib)
+        .arg(step().to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (mut truth_n, mut found_n, mut both) = (0usize, 0usize, 0usize);
+    let mut misses = Vec::new();
+    let mut extras = Vec::new();
+    let files = json_lines(&out.stdout);
+    for f in &files {
+        let path = Path::new(f["file"].as_str().unwrap());
+        let truth: BTreeSet<(String, u64)> = f["defs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| (d[0].as_str().unwrap().to_string(), d[1].as_u64().unwrap()))
+            .collect();
+        let found = ide_defs(path);
+        truth_n += truth.len();
+        found_n += found.len();
+        both += truth.intersection(&found).count();
+        for m in truth.difference(&found).take(3) {
+            misses.push(format!("{}:{} {}", path.display(), m.1, m.0));
+        }
+        for m in found.difference(&truth).take(3) {
+            extras.push(format!("{}:{} {}", path.display(), m.1, m.0));
+        }
+    }
+    let recall = both as f64 / truth_n.max(1) as f64;
+    let precision = both as f64 / found_n.max(1) as f64;
+    eprintln!(
+        "python vs ast: {} files, {truth_n} definitions, recall {:.4}, precision {:.4}",
+        files.len(),
+        recall,
+        precision
+    );
+    assert!(files.len() > 50, "too few files: {}", files.len());
+    assert!(
+        recall >= 0.995 && precision >= 0.995,
+        "recall {recall:.4} precision {precision:.4}\nmissed: {misses:#?}\nextra: {extras:#?}"
+    );
+}
+
+// ---------------------------------------------------------------------
+// universal-ctags, per language
+
+/// How one language is compared with universal-ctags: the ctags parser
+/// and the kinds it is asked for, which of ide's kinds stand for the
+/// same definitions, and where the language's sources are.
+struct CtagsSpec {
+    /// ide's language name.
+    lang: &'static str,
+    /// ctags's name for the parser (`--language-force`).
+    ctags: &'static str,
+    /// ctags kind letters compared (`--kinds-<ctags>`).
+    kinds: &'static str,
+    /// ide kinds compared; `constant` counts at top level only.
+    ide_kinds: &'static [&'static str],
+    /// ctags kind names (as `--fields=+K` prints them) counted at top
+    /// level only (no scope).
+    top_only: &'static [&'static str],
+    /// File name endings of the corpus.
+    exts: &'static [&'static str],
+}
+
+const CTAGS_SPECS: &[CtagsSpec] = &[
+    CtagsSpec {
+        lang: "rust",
+        ctags: "Rust",
+        // function, method, implementation, struct, enum, trait, typedef
+        // (ctags's Rust parser reports no `const` items and no unions)
+        kinds: "fPcsgit",
+        ide_kinds: &[
+            "function", "method", "impl", "struct", "enum", "trait", "type",
+        ],
+        top_only: &[],
+        exts: &[".rs"],
+    },
+    CtagsSpec {
+        lang: "typescript",
+        ctags: "TypeScript",
+        // class, function, method, generator, interface, enum, alias,
+        // namespace, constant
+        kinds: "cfmGigaC",
+        ide_kinds: &[
+            "class",
+            "function",
+            "method",
+            "constructor",
+            "interface",
+            "enum",
+            "type",
+            "constant",
+        ],
+        top_only: &["constant"],
+        exts: &[".ts", ".mts", ".cts"],
+    },
+    CtagsSpec {
+        lang: "javascript",
+        ctags: "JavaScript",
+        // class, function, method, generator, getter, setter, constant
+        kinds: "cfmgGSC",
+        ide_kinds: &["class", "function", "method", "constructor", "constant"],
+        top_only: &["constant"],
+        exts: &[".js", ".mjs", ".cjs"],
+    },
+    CtagsSpec {
+        lang: "go",
+        ctags: "Go",
+        // func (and methods), struct, interface, type, alias, const,
+        // interface method
+        kinds: "fsitacn",
+        ide_kinds: &[
+            "function",
+            "method",
+            "struct",
+            "interface",
+            "type",
+            "constant",
+        ],
+        top_only: &["const"],
+        exts: &[".go"],
+    },
+    CtagsSpec {
+        lang: "java",
+        ctags: "Java",
+        // class, interface, enum, annotation, method (and constructor)
+        kinds: "cigam",
+        ide_kinds: &["class", "interface", "enum", "method", "constructor"],
+        top_only: &[],
+        exts: &[".java"],
+    },
+    CtagsSpec {
+        lang: "c",
+        ctags: "C",
+        // function, struct, union, enum, typedef
+        kinds: "fsugt",
+        ide_kinds: &["function", "struct", "union", "enum", "type"],
+        top_only: &[],
+        exts: &[".c", ".h"],
+    },
+    CtagsSpec {
+        lang: "cpp",
+        ctags: "C++",
+        // function, class, struct, union, enum, typedef, namespace
+        kinds: "fcsugtn",
+        ide_kinds: &[
+            "function",
+            "method",
+            "constructor",
+            "class",
+            "struct",
+            "union",
+            "enum",
+            "type",
+            "namespace",
+        ],
+        top_only: &[],
+        exts: &[".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"],
+    },
+];
+
+/// Largest file of a ctags corpus: bigger ones are generated tables or
+/// bundles, not sources anyone outlines.
+const CTAGS_MAX_FILE: u64 = 256 << 10;
+/// Files per language when `IDE_ORACLE_STEP` is not set (a debug build
+/// on 2 cores stays under a minute).
+const CTAGS_DEFAULT_CAP: usize = 150;
+
+/// Every file under `dir` (symbolic links not followed) whose name ends
+/// with one of `exts`, in sorted order.
+fn walk(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = rd.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let Ok(meta) = e.path().symlink_metadata() else {
+            continue;
+        };
+        let name = e.file_name().to_string_lossy().into_owned();
+        if meta.is_dir() {
+            // test data holds deliberately broken sources
+            if name != "testdata" && name != ".git" {
+                walk(&e.path(), exts, out);
+            }
+        } else if meta.is_file()
+            && exts.iter().any(|x| name.ends_with(x))
+            && !name.ends_with(".min.js")
+            && meta.len() <= CTAGS_MAX_FILE
+        {
+            out.push(e.path());
+        }
+    }
+}
+
+fn home() -> PathBuf {
+    PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/root".into()))
+}
+
+/// The folders a language's corpus is gathered from, as they exist here.
+fn corpus_roots(lang: &str) -> Vec<PathBuf> {
+    let cargo = std::env::var("CARGO_HOME").map_or_else(|_| home().join(".cargo"), PathBuf::from);
+    let registry = cargo.join("registry/src");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let node = vec![
+        manifest.join("ui/node_modules"),
+        manifest.join("tests/clients/node_modules"),
+        PathBuf::from("/usr/lib/node_modules"),
+        PathBuf::from("/usr/share/nodejs"),
+    ];
+    let roots = match lang {
+        "rust" => vec![registry],
+        "typescript" | "javascript" => node,
+        "go" => ["/usr/lib", "/usr/share", "/usr/local"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("go"))
+            .map(|e| e.path().join("src"))
+            .collect(),
+        "c" | "cpp" => vec![PathBuf::from("/usr/include"), registry],
+        _ => vec![],
+    };
+    // each folder once (/usr/share/go is a link to /usr/share/go-1.19)
+    let mut seen = BTreeSet::new();
+    roots
+        .into_iter()
+        .filter_map(|r| r.canonicalize().ok())
+        .filter(|r| r.is_dir() && seen.insert(r.clone()))
+        .collect()
+}
+
+/// Every `step`-th of `files`, thinned evenly to `cap`.
+fn sample(files: Vec<PathBuf>, step: usize, cap: Option<usize>) -> Vec<PathBuf> {
+    let picked: Vec<PathBuf> = files.into_iter().step_by(step.max(1)).collect();
+    match cap {
+        Some(cap) if picked.len() > cap => {
+            let n = picked.len();
+            (0..cap).map(|i| picked[i * n / cap].clone()).collect()
+        }
+        _ => picked,
+    }
+}
+
+/// The Java standard library's sources: the sampled `.java` entries of
+/// the first JDK's `lib/src.zip`, unpacked under the test's temporary
+/// folder (ctags reads files, not archives).
+fn java_corpus(step: usize, cap: Option<usize>) -> Result<Vec<PathBuf>, String> {
+    let mut zips: Vec<PathBuf> = std::fs::read_dir("/usr/lib/jvm")
+        .map_err(|_| "no /usr/lib/jvm".to_string())?
+        .flatten()
+        .filter_map(|e| e.path().join("lib/src.zip").canonicalize().ok())
+        .collect();
+    zips.sort();
+    zips.dedup();
+    let zip = zips.first().ok_or("no JDK src.zip")?;
+    let list = Command::new("unzip")
+        .arg("-Z1")
+        .arg(zip)
+        .output()
+        .map_err(|e| format!("unzip: {e}"))?;
+    let mut entries: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter(|l| l.ends_with(".java"))
+        .map(str::to_string)
+        .collect();
+    entries.sort();
+    let picked = sample(entries.into_iter().map(PathBuf::from).collect(), step, cap);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ctags-java-src");
+    for chunk in picked.chunks(400) {
+        let out = Command::new("unzip")
+            .args(["-o", "-q"])
+            .arg(zip)
+            .args(chunk)
+            .arg("-d")
+            .arg(&dir)
+            .output()
+            .map_err(|e| format!("unzip: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("unzip: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+    }
+    Ok(picked
+        .iter()
+        .map(|p| dir.join(p))
+        .filter(|p| p.metadata().is_ok_and(|m| m.len() <= CTAGS_MAX_FILE))
+        .collect())
+}
+
+/// A definition as compared: (file index, name without blanks, line).
+type Def = (usize, String, u64);
+
+fn squeeze(name: &str) -> String {
+    name.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// ctags's definitions of the compared kinds in `files`.
+fn ctags_defs(spec: &CtagsSpec, files: &[PathBuf]) -> BTreeSet<Def> {
+    let index: std::collections::HashMap<&Path, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.as_path(), i))
+        .collect();
+    let mut child = Command::new("ctags")
+        .arg("--output-format=json")
+        .arg("--fields=+nKZ")
+        .arg(format!("--language-force={}", spec.ctags))
+        .arg(format!("--kinds-{}=-*", spec.ctags))
+        .arg(format!("--kinds-{}=+{}", spec.ctags, spec.kinds))
+        .args(["-f", "-", "-L", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ctags");
+    let list: String = files.iter().map(|f| format!("{}\n", f.display())).collect();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(list.as_bytes()).unwrap();
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut defs = BTreeSet::new();
+    for v in json_lines(&out.stdout) {
+        if v["_type"] != "tag" {
+            continue;
+        }
+        let name = v["name"].as_str().unwrap_or_default();
+        let kind = v["kind"].as_str().unwrap_or_default();
+        // names ctags makes up for anonymous types
+        if name.starts_with("__anon") {
+            continue;
+        }
+        if spec.top_only.contains(&kind) && v.get("scope").is_some() {
+            continue;
+        }
+        let Some(&file) = index.get(Path::new(v["path"].as_str().unwrap_or_default())) else {
+            continue;
+        };
+        defs.insert((file, squeeze(name), v["line"].as_u64().unwrap_or(0)));
+    }
+    defs
+}
+
+/// ide's definitions of the compared kinds in `files`.
+fn ide_ctags_defs(spec: &CtagsSpec, files: &[PathBuf]) -> BTreeSet<Def> {
+    let lang = ide::code::lang::by_name(spec.lang).unwrap();
+    let mut defs = BTreeSet::new();
+    for (i, f) in files.iter().enumerate() {
+        let Ok(text) = std::fs::read(f) else {
+            continue;
+        };
+        let Ok(o) = ide::code::outline::outline(lang, &text) else {
+            continue;
+        };
+        for s in &o.syms {
+            if !spec.ide_kinds.contains(&s.kind) || (s.kind == "constant" && s.parent.is_some()) {
+                continue;
+            }
+            defs.insert((i, squeeze(&s.name), u64::from(s.line)));
+        }
+    }
+    defs
+}
+
+/// Compares one language with ctags; its figures, or why it was skipped.
+fn compare_with_ctags(spec: &CtagsSpec) -> Result<(usize, usize, f64, f64), String> {
+    let explicit = std::env::var("IDE_ORACLE_STEP").is_ok();
+    let cap = std::env::var("IDE_ORACLE_CAP")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .or((!explicit).then_some(CTAGS_DEFAULT_CAP));
+    let files = if spec.lang == "java" {
+        java_corpus(step(), cap)?
+    } else {
+        let roots = corpus_roots(spec.lang);
+        if roots.is_empty() {
+            return Err(format!("no {} sources on this machine", spec.lang));
+        }
+        let mut all = Vec::new();
+        for r in &roots {
+            walk(r, spec.exts, &mut all);
+        }
+        sample(all, step(), cap)
+    };
+    if files.is_empty() {
+        return Err(format!("no {} sources on this machine", spec.lang));
+    }
+    let truth = ctags_defs(spec, &files);
+    let found = ide_ctags_defs(spec, &files);
+    let both = truth.intersection(&found).count();
+    let recall = both as f64 / truth.len().max(1) as f64;
+    let precision = both as f64 / found.len().max(1) as f64;
+    eprintln!(
+        "{} vs ctags: {} files, {} definitions (ide {}), recall {recall:.4}, precision {precision:.4}",
+        spec.lang,
+        files.len(),
+        truth.len(),
+        found.len(),
+    );
+    // IDE_ORACLE_DUMP=<folder>: every difference, for reading
+    if let Ok(dir) = std::env::var("IDE_ORACLE_DUMP") {
+        let mut text = String::new();
+        for (tag, set) in [
+            ("missed", truth.difference(&found)),
+            ("extra", found.difference(&truth)),
+        ] {
+            for (f, name, line) in set {
+                text.push_str(&format!("{tag} {}:{line} {name}\n", files[*f].display()));
+            }
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(Path::new(&dir).join(format!("{}.diff", spec.lang)), text).unwrap();
+    }
+    let show = |set: Vec<&Def>| -> Vec<String> {
+        set.into_iter()
+            .take(10)
+            .map(|(f, n, l)| format!("{}:{l} {n}", files[*f].display()))
+            .collect()
+    };
+    assert!(
+        recall >= 0.98 && precision >= 0.98,
+        "{}: recall {recall:.4} precision {precision:.4}\nmissed: {:#?}\nextra: {:#?}",
+        spec.lang,
+        show(truth.difference(&found).collect()),
+        show(found.difference(&truth).collect()),
+    );
+    Ok((files.len(), truth.len(), recall, precision))
+}
+
+fn ctags_available() -> bool {
+    Command::new("ctags")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| {
+            o.status.success() && String::from_utf8_lossy(&o.stdout).contains("Universal")
+        })
+}
+
+fn check_with_ctags(lang: &str) {
+    if !ctags_available() {
+        return skip("no universal-ctags");
+    }
+    let spec = CTAGS_SPECS.iter().find(|s| s.lang == lang).unwrap();
+    if let Err(why) = compare_with_ctags(spec) {
+        skip(&why);
+    }
+}
+
+#[test]
+fn rust_definitions_match_universal_ctags() {
+    check_with_ctags("rust");
+}
+
+#[test]
+fn typescript_definitions_match_universal_ctags() {
+    check_with_ctags("typescript");
+}
+
+#[test]
+fn javascript_definitions_match_universal_ctags() {
+    check_with_ctags("javascript");
+}
+
+#[test]
+fn go_definitions_match_universal_ctags() {
+    check_with_ctags("go");
+}
+
+#[test]
+fn java_definitions_match_universal_ctags() {
+    check_with_ctags("java");
+}
+
+#[test]
+fn c_definitions_match_universal_ctags() {
+    check_with_ctags("c");
+}
+
+#[test]
+fn cpp_definitions_match_universal_ctags() {
+    check_with_ctags("cpp");
+}
