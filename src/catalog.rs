@@ -34,6 +34,7 @@ impl Catalog {
             crate::coder::move_file::def(),
             crate::coder::search::def(),
             crate::coder::symbols::def(),
+            crate::coder::find_symbol::def(),
             crate::coder::change_diff::def(),
             crate::turns::list::def(),
             crate::turns::revert::def(),

@@ -8,10 +8,12 @@
 pub mod change_diff;
 pub mod create_file;
 pub mod delete_file;
+pub mod find_symbol;
 pub mod info;
 pub mod lines;
 pub mod list_folder;
 pub mod move_file;
+pub mod outlines;
 pub mod read_file;
 pub mod search;
 pub mod source;

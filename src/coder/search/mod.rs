@@ -89,7 +89,7 @@
 #[path = "differential/tests.rs"]
 mod differential;
 mod paths;
-mod revisions;
+pub(crate) mod revisions;
 mod scan;
 #[cfg(test)]
 mod tests;

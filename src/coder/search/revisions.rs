@@ -49,7 +49,7 @@ impl Stamp {
     }
 
     /// Whether the change time was at least [`RACY`] before `read_at`.
-    fn settled_at(&self, read_at: SystemTime) -> bool {
+    pub fn settled_at(&self, read_at: SystemTime) -> bool {
         let Ok(now) = read_at.duration_since(UNIX_EPOCH) else {
             return false;
         };

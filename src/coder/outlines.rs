@@ -1,0 +1,63 @@
+//! The outlines of files parsed before, so that a repeat `find-symbol`,
+//! `references` or folder outline does not parse again a file that has
+//! not changed: kept under the file's identity and stamp with the rules of
+//! the revision cache ([`super::search::revisions`]): kept only when the
+//! change time was settled when the bytes were read, used only when the
+//! stamp is the same before and after this read. Bounded: at most [`CAP`]
+//! files; when full it starts over.
+
+use super::search::revisions::Stamp;
+use super::source::{self, Source};
+use crate::code::outline::Outline;
+use crate::policy::Resolved;
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::SystemTime;
+
+/// The most files kept.
+pub const CAP: usize = 65_536;
+
+type Key = (u64, u64);
+
+static KEPT: LazyLock<Mutex<HashMap<Key, (Stamp, Arc<Outline>)>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// A file's outline (parsed, or kept from before), and its bytes when they
+/// were read. `None` for a file in no language ide parses, unreadable, too
+/// large, or gone. Blocking.
+pub fn of(raw: &str, at: &Resolved, max_read: u64) -> Option<(Arc<Outline>, Option<Source>)> {
+    let (file, md) = at.loc().open_regular(raw).ok()?;
+    if crate::code::lang::detect(&at.path, None).is_none() && at.path.extension().is_some() {
+        return None;
+    }
+    let key = (md.dev(), md.ino());
+    let stamp = Stamp::of(&md);
+    let kept = KEPT
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&key)
+        .filter(|(s, _)| *s == stamp)
+        .map(|(_, o)| o.clone());
+    if let Some(o) = kept {
+        return Some((o, None));
+    }
+    drop(file);
+    let read_at = SystemTime::now();
+    let src = source::read(raw, at, max_read).ok()?;
+    let outline = Arc::new(source::outline_of(&src).ok()?);
+    // the bytes are those of the stamp only if it did not move meanwhile
+    let after = at.loc().open_regular(raw).ok().map(|(_, m)| m);
+    if let Some(after) = after
+        && (after.dev(), after.ino()) == key
+        && Stamp::of(&after) == stamp
+        && stamp.settled_at(read_at)
+    {
+        let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() >= CAP {
+            kept.clear();
+        }
+        kept.insert(key, (stamp, outline.clone()));
+    }
+    Some((outline, Some(src)))
+}
