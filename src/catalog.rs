@@ -35,6 +35,8 @@ impl Catalog {
             crate::coder::search::def(),
             crate::coder::symbols::def(),
             crate::coder::find_symbol::def(),
+            crate::coder::references::def(),
+            crate::coder::definition::def(),
             crate::coder::change_diff::def(),
             crate::turns::list::def(),
             crate::turns::revert::def(),

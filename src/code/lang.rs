@@ -16,7 +16,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 use tree_sitter::{Language, Query};
 
 /// One language's row.
@@ -168,23 +168,27 @@ pub fn is_type_kind(kind: &str) -> bool {
     )
 }
 
-static COMPILED: LazyLock<Vec<Compiled>> = LazyLock::new(|| {
-    LANGS
-        .iter()
-        .enumerate()
-        .map(|(i, l)| compile(l, i as u8).unwrap_or_else(|e| panic!("{}: {e}", l.name)))
-        .collect()
-});
+/// Each language compiled on first use (once per process: grammars and
+/// queries are constants of the binary; compiling a query costs
+/// milliseconds, so a call that needs one language compiles one).
+static COMPILED: LazyLock<Vec<OnceLock<Compiled>>> =
+    LazyLock::new(|| LANGS.iter().map(|_| OnceLock::new()).collect());
 
-/// Every language, compiled (once per process: grammars and queries are
-/// constants of the binary).
-pub fn all() -> &'static [Compiled] {
-    &COMPILED
+/// The language of row `i` of [`LANGS`], compiled.
+pub fn get(i: usize) -> &'static Compiled {
+    COMPILED[i].get_or_init(|| {
+        compile(&LANGS[i], i as u8).unwrap_or_else(|e| panic!("{}: {e}", LANGS[i].name))
+    })
+}
+
+/// Every language, compiled.
+pub fn all() -> Vec<&'static Compiled> {
+    (0..LANGS.len()).map(get).collect()
 }
 
 /// The compiled language named `name`.
 pub fn by_name(name: &str) -> Option<&'static Compiled> {
-    all().iter().find(|c| c.lang.name == name)
+    LANGS.iter().position(|l| l.name == name).map(get)
 }
 
 /// The language of the file at `path`, by its extension, or else by the
@@ -192,19 +196,17 @@ pub fn by_name(name: &str) -> Option<&'static Compiled> {
 pub fn detect(path: &Path, head: Option<&[u8]>) -> Option<&'static Compiled> {
     if let Some(ext) = path.extension().and_then(|e| e.to_str()) {
         let ext = ext.to_ascii_lowercase();
-        if let Some(c) = all()
-            .iter()
-            .find(|c| c.lang.extensions.contains(&ext.as_str()))
-        {
-            return Some(c);
-        }
         // a file with another extension is not guessed at by its #! line
-        return None;
+        return LANGS
+            .iter()
+            .position(|l| l.extensions.contains(&ext.as_str()))
+            .map(get);
     }
     let interp = shebang(head?)?;
-    all()
+    LANGS
         .iter()
-        .find(|c| c.lang.shebangs.contains(&interp.as_str()))
+        .position(|l| l.shebangs.contains(&interp.as_str()))
+        .map(get)
 }
 
 /// The interpreter a `#!` line names, without its version
@@ -220,7 +222,7 @@ fn shebang(head: &[u8]) -> Option<String> {
     }
     // python3.11 -> python3, node18 -> node
     let trimmed = prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-    let known = |p: &str| all().iter().any(|c| c.lang.shebangs.contains(&p));
+    let known = |p: &str| LANGS.iter().any(|l| l.shebangs.contains(&p));
     [prog, prog.split('.').next().unwrap_or(prog), trimmed]
         .into_iter()
         .find(|p| known(p))

@@ -7,6 +7,7 @@
 
 pub mod change_diff;
 pub mod create_file;
+pub mod definition;
 pub mod delete_file;
 pub mod find_symbol;
 pub mod info;
@@ -15,6 +16,7 @@ pub mod list_folder;
 pub mod move_file;
 pub mod outlines;
 pub mod read_file;
+pub mod references;
 pub mod search;
 pub mod source;
 pub mod symbols;

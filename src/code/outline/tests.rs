@@ -170,3 +170,27 @@ fn too_large_is_a_note_not_a_stall() {
     let e = outline(lang::by_name("python").unwrap(), &big).unwrap_err();
     assert!(e.note().contains("over the"));
 }
+
+#[test]
+fn c_typedefs_of_every_declarator_shape() {
+    let src = "typedef int T1;\ntypedef char *T2, **T3;\ntypedef char keybuf[8];\ntypedef int cb_t(int, int);\ntypedef void (Proc)(void *);\ntypedef char **(*Fn)(int);\ntypedef int (*Cmp)(const void *, const void *);\ntypedef struct _K K, *KPtr;\n";
+    let all = paths("c", src);
+    for (name, line) in [
+        ("T1", 1),
+        ("T2", 2),
+        ("T3", 2),
+        ("keybuf", 3),
+        ("cb_t", 4),
+        ("Proc", 5),
+        ("Fn", 6),
+        ("Cmp", 7),
+        ("K", 8),
+        ("KPtr", 8),
+    ] {
+        assert!(
+            all.iter()
+                .any(|(p, k, l)| p.ends_with(name) && *k == "type" && *l == line),
+            "no {name} at line {line} in {all:#?}"
+        );
+    }
+}

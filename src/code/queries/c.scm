@@ -10,9 +10,36 @@
 (struct_specifier name: (type_identifier) @name body: (_)) @definition.struct
 (union_specifier name: (type_identifier) @name body: (_)) @definition.union
 (enum_specifier name: (type_identifier) @name body: (_)) @definition.enum
-(type_definition declarator: (type_identifier) @name) @definition.type
-(type_definition declarator: (pointer_declarator declarator: (type_identifier) @name)) @definition.type
-(type_definition declarator: (function_declarator declarator: (parenthesized_declarator (pointer_declarator declarator: (type_identifier) @name)))) @definition.type
+; A typedef's name is the innermost identifier of its first declarator:
+; `T`, `*T`, `**T`, `T[N]`, `T(args)` (a function type), `(T)(args)`,
+; `(*T)(args)` and `*(*T)(args)`, `**(*T)(args)` (pointers to functions
+; returning pointers).
+(type_definition declarator: [
+  (type_identifier) @name
+  (pointer_declarator declarator: (type_identifier) @name)
+  (pointer_declarator declarator: (pointer_declarator declarator: (type_identifier) @name))
+  (array_declarator declarator: (type_identifier) @name)
+  (function_declarator declarator: [
+    (type_identifier) @name
+    (parenthesized_declarator (type_identifier) @name)
+    (parenthesized_declarator (pointer_declarator declarator: (type_identifier) @name))
+    (parenthesized_declarator (pointer_declarator declarator: (pointer_declarator declarator: (type_identifier) @name)))
+  ])
+  (pointer_declarator declarator: (function_declarator declarator: [
+    (parenthesized_declarator (type_identifier) @name)
+    (parenthesized_declarator (pointer_declarator declarator: (type_identifier) @name))
+  ]))
+  (pointer_declarator declarator: (pointer_declarator declarator: (function_declarator declarator:
+    (parenthesized_declarator (pointer_declarator declarator: (type_identifier) @name)))))
+]) @definition.type
+; The names after the first (`typedef struct S S, *SPtr;`): one
+; definition per declarator node (the typedef's node holds the first).
+(type_definition "," . [
+  (type_identifier) @name
+  (pointer_declarator declarator: (type_identifier) @name)
+  (pointer_declarator declarator: (pointer_declarator declarator: (type_identifier) @name))
+  (array_declarator declarator: (type_identifier) @name)
+] @definition.type)
 (enumerator name: (identifier) @name) @definition.enum_member
 (field_declaration declarator: (field_identifier) @name) @definition.field
 (field_declaration declarator: (pointer_declarator declarator: (field_identifier) @name)) @definition.field

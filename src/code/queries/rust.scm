@@ -6,12 +6,39 @@
 (enum_item name: (type_identifier) @name) @definition.enum
 (trait_item name: (type_identifier) @name) @definition.trait
 (type_item name: (type_identifier) @name) @definition.type
+; `impl T for &'a mut Type<X>`, `*const Type`, `dyn Trait` and `&str`
+; are named after the type they are made of.
 (impl_item
   type: [
     (type_identifier) @name
+    (primitive_type) @name
     (generic_type type: (type_identifier) @name)
     (scoped_type_identifier name: (type_identifier) @name)
     (generic_type type: (scoped_type_identifier name: (type_identifier) @name))
+    (reference_type type: [
+      (type_identifier) @name
+      (primitive_type) @name
+      (generic_type type: (type_identifier) @name)
+      (scoped_type_identifier name: (type_identifier) @name)
+      (generic_type type: (scoped_type_identifier name: (type_identifier) @name))
+      (dynamic_type trait: [
+        (type_identifier) @name
+        (generic_type type: (type_identifier) @name)
+        (scoped_type_identifier name: (type_identifier) @name)
+      ])
+    ])
+    (pointer_type type: [
+      (type_identifier) @name
+      (primitive_type) @name
+      (generic_type type: (type_identifier) @name)
+      (scoped_type_identifier name: (type_identifier) @name)
+    ])
+    (dynamic_type trait: [
+      (type_identifier) @name
+      (generic_type type: (type_identifier) @name)
+      (scoped_type_identifier name: (type_identifier) @name)
+      (generic_type type: (scoped_type_identifier name: (type_identifier) @name))
+    ])
   ]) @definition.impl
 (function_item name: (identifier) @name) @definition.function
 (function_signature_item name: (identifier) @name) @definition.function

@@ -13,6 +13,9 @@
 (public_field_definition name: (_) @name) @definition.field
 (enum_body (property_identifier) @name @definition.enum_member)
 (enum_body (enum_assignment name: (property_identifier) @name) @definition.enum_member)
+; `declare const X: T;` and `export declare const X: T;` at top level
+(program (ambient_declaration (lexical_declaration "const" (variable_declarator name: (identifier) @name))) @definition.constant)
+(program (export_statement (ambient_declaration (lexical_declaration "const" (variable_declarator name: (identifier) @name)))) @definition.constant)
 (ambient_declaration) @wrapper
 
 (type_identifier) @identifier

@@ -1,0 +1,269 @@
+//! `coder::references`: every occurrence of an identifier in the files of
+//! its language, with its role, never in a comment or a string literal.
+//! The content index narrows the files to those holding the word, as for
+//! a search of it; each is parsed (or its outline kept) and its identifier
+//! tokens of that exact text are the answer.
+
+use super::source::{self, POSITIONS};
+use super::{blocking, resolve, resolve_scope};
+use crate::code::lang::Compiled;
+use crate::code::occurrences::{self, Role};
+use crate::error::Failure;
+use crate::function::{Ctx, Flags, FunctionDef, function};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+const DEFAULT_MAX_RESULTS: u32 = 500;
+const MAX_LINE_TEXT: usize = 300;
+
+/// The identifier at a position, or a symbol's name.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "ReferencesInput")]
+pub struct ReferencesInput {
+    /// With line and column: the file of the identifier. With symbol: the folder or file to look in (default: the primary root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// 1-based line of the identifier (with column).
+    #[serde(default)]
+    pub line: Option<u32>,
+    /// 1-based byte column of the identifier (with line).
+    #[serde(default)]
+    pub column: Option<u32>,
+    /// Instead of a position: the identifier (or a name path, whose last part is taken), in every language ide parses.
+    #[serde(default)]
+    pub symbol: Option<String>,
+    /// With a position: the folder to look in (default: the primary root).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Most occurrences answered (default 500).
+    #[serde(default)]
+    pub max_results: Option<u32>,
+    /// Largest answer in bytes (default 32768).
+    #[serde(default)]
+    pub max_answer_bytes: Option<u32>,
+    /// Optional per-call session working directory.
+    #[serde(default)]
+    pub base_dir: Option<String>,
+}
+
+/// One occurrence.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Reference {
+    pub path: String,
+    pub line: u32,
+    pub column: u32,
+    /// The line's text (cut at 300 bytes).
+    pub text: String,
+    /// `definition` (the name of a definition), `import` (inside an import statement) or `reference`.
+    pub role: Role,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "ReferencesOutput")]
+pub struct ReferencesOutput {
+    /// The identifier looked for.
+    pub name: String,
+    /// The language searched (null with `symbol`: every language).
+    pub language: Option<String>,
+    /// In path order, then position.
+    pub references: Vec<Reference>,
+    /// Occurrences found in all.
+    pub total: u32,
+    /// Files parsed.
+    pub files_scanned: u32,
+    /// `syntactic`: identifier tokens of the same text; a same-named unrelated symbol is listed too.
+    pub precision: String,
+    /// Why occurrences were left out: `max_results` or `budget`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+pub fn def() -> FunctionDef {
+    function(
+        "coder::references",
+        "Every occurrence of an identifier: send {path, line, column} of it (scope: a folder \
+         to look in) or {symbol, path?}; get {name, language, references: [{path, line, \
+         column, text, role: definition|import|reference}], total, files_scanned, precision: \
+         \"syntactic\", stop_reason?} — identifier tokens of that exact text in files of the \
+         same language, never inside comments or string literals, in path order (max_results \
+         default 500). Only files the content index says hold the word are parsed. Lines are \
+         1-based; columns are 1-based byte offsets in the line, as in coder::search.",
+        Flags::NONE,
+        |ctx: Ctx, req: ReferencesInput| async move { references(&ctx, req).await },
+    )
+}
+
+/// The identifier at a position of a file: its text and language.
+pub(crate) fn identifier_at(
+    raw: &str,
+    at: &crate::policy::Resolved,
+    line: u32,
+    column: u32,
+    max_read: u64,
+) -> Result<(String, &'static Compiled, source::Source, usize), Failure> {
+    let src = source::read(raw, at, max_read)?;
+    let Some(lang) = src.lang else {
+        return Err(Failure::bad_input(format!(
+            "{raw:?} is in no language ide parses (coder::info lists them); use coder::search \
+             for the word"
+        )));
+    };
+    let off = source::offset_of(raw, &src.bytes, line, column)?;
+    let tree =
+        crate::code::outline::parse(lang, &src.bytes).map_err(|e| Failure::bad_input(e.note()))?;
+    let node = occurrences::identifier_at(lang, &tree, off).ok_or_else(|| {
+        Failure::bad_input(format!(
+            "no identifier at line {line}, column {column} of {raw:?}: there is {}; pass the \
+             position of a name (coder::symbols lists definitions with their line and column)",
+            source::what_is_at(&src.bytes, off)
+        ))
+    })?;
+    let name = String::from_utf8_lossy(&src.bytes[node.byte_range()]).into_owned();
+    let start = node.start_byte();
+    Ok((name, lang, src, start))
+}
+
+async fn references(ctx: &Ctx, req: ReferencesInput) -> Result<ReferencesOutput, Failure> {
+    let _ = POSITIONS;
+    let scope = resolve_scope(ctx, req.base_dir.as_deref())?;
+    let max_read = ctx.runtime.config.fs.max_read_bytes;
+    let (name, lang, folder) = match (&req.symbol, req.line, req.column) {
+        (Some(sym), None, None) => {
+            let name = sym.rsplit('/').next().unwrap_or("").trim().to_string();
+            if name.is_empty() {
+                return Err(Failure::bad_input("symbol is empty; pass an identifier"));
+            }
+            (name, None, req.path.clone())
+        }
+        (None, Some(line), Some(column)) => {
+            let raw = req.path.clone().ok_or_else(|| {
+                Failure::bad_input("line and column need the path of the file they are in")
+            })?;
+            let at = resolve(ctx, &raw, scope.as_ref())?;
+            if !at.exists {
+                return Err(Failure::not_found(&raw));
+            }
+            let (name, lang, ..) =
+                blocking(move || identifier_at(&raw, &at, line, column, max_read)).await?;
+            (name, Some(lang), req.scope.clone())
+        }
+        _ => {
+            return Err(Failure::bad_input(
+                "pass either {path, line, column} (the position of an identifier) or {symbol} \
+                 (its name), not both and not neither",
+            ));
+        }
+    };
+    let rt = ctx.runtime.clone();
+    let index = ctx.services.index.clone();
+    blocking(move || run(&rt, &index, &req, name, lang, folder)).await
+}
+
+fn run(
+    rt: &Arc<crate::runtime::Runtime>,
+    index: &Arc<crate::index::Indexes>,
+    req: &ReferencesInput,
+    name: String,
+    lang: Option<&'static Compiled>,
+    folder: Option<String>,
+) -> Result<ReferencesOutput, Failure> {
+    let search = super::search::SearchInput {
+        path: folder.unwrap_or_else(|| ".".into()),
+        base_dir: req.base_dir.clone(),
+        ..super::search::SearchInput::files_only()
+    };
+    let (files, _) = super::search::candidate_files(
+        rt,
+        Some(index),
+        &search,
+        &name,
+        Arc::new(AtomicBool::new(false)),
+    )?;
+    let max_read = rt.config.fs.max_read_bytes;
+    let found = source::parallel(&files, |(p, at)| {
+        let raw = source::shown(p);
+        let l = crate::code::lang::detect(p, None);
+        if let (Some(want), Some(l)) = (lang, l) {
+            if want.id != l.id {
+                return None;
+            }
+        }
+        let src = source::read(&raw, at, max_read).ok()?;
+        let l = src.lang?;
+        if lang.is_some_and(|w| w.id != l.id) {
+            return None;
+        }
+        let tree = crate::code::outline::parse(l, &src.bytes).ok()?;
+        let o = crate::code::outline::of_tree(l, &tree, &src.bytes);
+        let occ = occurrences::find(l, &tree, &src.bytes, &o, &name);
+        Some(
+            occ.into_iter()
+                .map(|o| Reference {
+                    path: raw.clone(),
+                    line: o.line,
+                    column: o.column,
+                    text: line_text(&src.bytes, o.at),
+                    role: o.role,
+                })
+                .collect::<Vec<_>>(),
+        )
+    });
+    let files_scanned = found.iter().filter(|f| f.is_some()).count() as u32;
+    let all: Vec<Reference> = found.into_iter().flatten().flatten().collect();
+    let total = all.len() as u32;
+    let max = req.max_results.unwrap_or(DEFAULT_MAX_RESULTS) as usize;
+    let budget = req
+        .max_answer_bytes
+        .unwrap_or(super::symbols::DEFAULT_ANSWER_BYTES) as usize;
+    let mut used = 300 + name.len();
+    let mut out = Vec::new();
+    let mut stop_reason = None;
+    for r in all {
+        if out.len() >= max {
+            stop_reason = Some("max_results".into());
+            break;
+        }
+        let n = source::json_len(&r) + 1;
+        if used + n > budget {
+            stop_reason = Some("budget".into());
+            break;
+        }
+        used += n;
+        out.push(r);
+    }
+    Ok(ReferencesOutput {
+        name,
+        language: lang.map(|l| l.lang.name.to_string()),
+        references: out,
+        total,
+        files_scanned,
+        precision: "syntactic".into(),
+        stop_reason,
+    })
+}
+
+/// The text of the line holding byte `at`, without its terminator.
+pub(crate) fn line_text(text: &[u8], at: usize) -> String {
+    let start = text[..at]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1);
+    let end = memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |i| at + i);
+    let line = &text[start..end];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut s = String::from_utf8_lossy(line).into_owned();
+    if s.len() > MAX_LINE_TEXT {
+        let mut cut = MAX_LINE_TEXT;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
+}
