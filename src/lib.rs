@@ -21,7 +21,9 @@
 //! - [`journal`]: the change journal and each call's [`journal::Scope`].
 //! - [`exec`], [`pty`], [`watch`], [`index`]: the owners of long-lived
 //!   state (processes and jobs, terminal sessions, the change feed's
-//!   watchers, the content index behind `coder::search`).
+//!   watchers, the content index behind `coder::search`), and [`code`]:
+//!   code understanding (the languages as data, outlines and occurrences
+//!   from tree-sitter) beneath the code-intelligence functions.
 //! - [`services`]: one per worker, holding all of them.
 //! - [`function`]: what a function is (`Ctx`, the typed builder).
 //! - The functions, one file each: [`coder`], [`fs`], [`exec`], [`pty`],

@@ -123,6 +123,18 @@ const PROCESS_STATE: &[(&str, &str)] = &[
         "the content hashes of this machine's files under an unchanged stamp, a fact of the file like fs/ls.rs's names: a worker only looks up a file it opened through its own policy",
     ),
     (
+        "code/lang.rs",
+        "each language's grammar and compiled queries, constants of the binary compiled once on first use",
+    ),
+    (
+        "code/outline.rs",
+        "one tree-sitter parser per thread and language, a scratch object like a read buffer: memory, not state",
+    ),
+    (
+        "coder/outlines.rs",
+        "the outlines of this machine's files under an unchanged stamp, a fact of the file kept like the revision cache's hashes (at most 65 536 files)",
+    ),
+    (
         "coder/search/scan.rs",
         "read buffers kept between searches (at most 8 of at most 1 MiB), an allocator's free list: memory, not state",
     ),

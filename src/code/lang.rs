@@ -156,7 +156,7 @@ pub const KINDS: &[&str] = &[
 pub fn is_leaf_kind(kind: &str) -> bool {
     matches!(
         kind,
-        "field" | "enum_member" | "constant" | "variable" | "macro" | "prototype"
+        "field" | "enum_member" | "constant" | "variable" | "macro" | "prototype" | "type"
     )
 }
 
@@ -368,6 +368,12 @@ fn strip_comment(line: &str) -> &str {
     line
 }
 
+impl std::fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.lang.name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,11 +404,5 @@ mod tests {
         );
         assert_eq!(name("tool", Some(b"#!/bin/sh\n")), None);
         assert_eq!(name("tool", None), None);
-    }
-}
-
-impl std::fmt::Debug for Compiled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.lang.name)
     }
 }

@@ -229,45 +229,64 @@ fn extent(lang: &Compiled, node: Node<'_>) -> (usize, usize) {
     (cur.start_byte(), cur.end_byte())
 }
 
-/// Where a definition starting at `start` (the outermost node `node` is in)
-/// starts with the comments and attributes right before it: each on the
-/// line(s) just above, with no blank line between.
+/// Where a definition starting at `start` starts with the comments and
+/// attributes right before it: each starting its own line, on the line(s)
+/// just above, with no blank line between. Found by position, not by
+/// sibling: a grammar may hang a comment on another parent (Python puts
+/// a comment before a class body's first statement outside the body).
 fn leading(lang: &Compiled, node: Node<'_>, start: usize, text: &[u8]) -> usize {
-    // climb to the node that starts at `start`
-    let mut cur = node;
-    while cur.start_byte() != start {
-        match cur.parent() {
-            Some(p) => cur = p,
-            None => return start,
+    let root = {
+        let mut r = node;
+        while let Some(p) = r.parent() {
+            r = p;
         }
-    }
+        r
+    };
     let mut lead = start;
-    let mut prev = cur.prev_sibling();
-    while let Some(p) = prev {
-        if !lang.leading.contains(&p.kind_id()) {
-            break;
+    loop {
+        // the last byte before `lead` that is not whitespace, at most one
+        // line break back
+        let before = &text[..lead];
+        let Some(last) = before.iter().rposition(|b| !b.is_ascii_whitespace()) else {
+            return lead;
+        };
+        if before[last + 1..].iter().filter(|b| **b == b'\n').count() != 1 {
+            return lead;
         }
-        // only a line break (and indentation) between
-        let gap = &text[p.end_byte()..lead];
-        let newlines = gap.iter().filter(|b| **b == b'\n').count();
-        if newlines > 1 || gap.iter().any(|b| !b.is_ascii_whitespace()) {
-            break;
+        let Some(mut n) = root.descendant_for_byte_range(last, last + 1) else {
+            return lead;
+        };
+        // the largest node ending there (a line comment may end past its
+        // newline) that is a leading kind
+        let mut found = None;
+        loop {
+            if n.end_byte() <= last || n.end_byte() > lead {
+                break;
+            }
+            if lang.leading.contains(&n.kind_id()) {
+                found = Some(n);
+            }
+            match n.parent() {
+                Some(p) => n = p,
+                None => break,
+            }
         }
-        // a trailing comment of the line before (code before it) is not ours
-        let line_start = text[..p.start_byte()]
+        let Some(c) = found else {
+            return lead;
+        };
+        // it starts its own line (no code before it on that line)
+        let line_start = text[..c.start_byte()]
             .iter()
             .rposition(|b| *b == b'\n')
             .map_or(0, |i| i + 1);
-        if text[line_start..p.start_byte()]
+        if text[line_start..c.start_byte()]
             .iter()
             .any(|b| !b.is_ascii_whitespace())
         {
-            break;
+            return lead;
         }
-        lead = p.start_byte();
-        prev = p.prev_sibling();
+        lead = c.start_byte();
     }
-    lead
 }
 
 fn signature(text: &[u8], start: usize) -> String {

@@ -51,7 +51,7 @@ pub struct DefinitionOutput {
     /// The identifier at the position.
     pub name: String,
     /// Best first (at most 20); empty when no definition of that name is found.
-    pub definitions: Vec<Location>,
+    pub locations: Vec<Location>,
     /// `syntactic`: definitions with that name, ranked by scope and imports (not type-checked).
     pub precision: String,
 }
@@ -60,7 +60,7 @@ pub fn def() -> FunctionDef {
     function(
         "coder::definition",
         "Go to definition: send {path, line, column} of an identifier; get {name, \
-         definitions: [{path, line, column, end_line, kind, name_path, signature, found_in: \
+         locations: [{path, line, column, end_line, kind, name_path, signature, found_in: \
          same_file|imported|roots}], precision: \"syntactic\"} — definitions of that name, the \
          same file's enclosing scopes first, then files matching the file's imports, then \
          the roots. A position on no identifier is C210 naming what is there. Lines are \
@@ -161,7 +161,7 @@ async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput,
         out.truncate(MAX_LOCATIONS);
         Ok(DefinitionOutput {
             name,
-            definitions: out,
+            locations: out,
             precision: "syntactic".into(),
         })
     })

@@ -19,9 +19,9 @@ use std::time::SystemTime;
 pub const CAP: usize = 65_536;
 
 type Key = (u64, u64);
+type Kept = HashMap<Key, (Stamp, Arc<Outline>)>;
 
-static KEPT: LazyLock<Mutex<HashMap<Key, (Stamp, Arc<Outline>)>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+static KEPT: LazyLock<Mutex<Kept>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// A file's outline (parsed, or kept from before), and its bytes when they
 /// were read. `None` for a file in no language ide parses, unreadable, too

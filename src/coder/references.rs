@@ -172,49 +172,7 @@ fn run(
     lang: Option<&'static Compiled>,
     folder: Option<String>,
 ) -> Result<ReferencesOutput, Failure> {
-    let search = super::search::SearchInput {
-        path: folder.unwrap_or_else(|| ".".into()),
-        base_dir: req.base_dir.clone(),
-        ..super::search::SearchInput::files_only()
-    };
-    let (files, _) = super::search::candidate_files(
-        rt,
-        Some(index),
-        &search,
-        &name,
-        Arc::new(AtomicBool::new(false)),
-    )?;
-    let max_read = rt.config.fs.max_read_bytes;
-    let found = source::parallel(&files, |(p, at)| {
-        let raw = source::shown(p);
-        let l = crate::code::lang::detect(p, None);
-        if let (Some(want), Some(l)) = (lang, l) {
-            if want.id != l.id {
-                return None;
-            }
-        }
-        let src = source::read(&raw, at, max_read).ok()?;
-        let l = src.lang?;
-        if lang.is_some_and(|w| w.id != l.id) {
-            return None;
-        }
-        let tree = crate::code::outline::parse(l, &src.bytes).ok()?;
-        let o = crate::code::outline::of_tree(l, &tree, &src.bytes);
-        let occ = occurrences::find(l, &tree, &src.bytes, &o, &name);
-        Some(
-            occ.into_iter()
-                .map(|o| Reference {
-                    path: raw.clone(),
-                    line: o.line,
-                    column: o.column,
-                    text: line_text(&src.bytes, o.at),
-                    role: o.role,
-                })
-                .collect::<Vec<_>>(),
-        )
-    });
-    let files_scanned = found.iter().filter(|f| f.is_some()).count() as u32;
-    let all: Vec<Reference> = found.into_iter().flatten().flatten().collect();
+    let (all, files_scanned) = scan(rt, index, req.base_dir.as_deref(), folder, &name, lang)?;
     let total = all.len() as u32;
     let max = req.max_results.unwrap_or(DEFAULT_MAX_RESULTS) as usize;
     let budget = req
@@ -245,6 +203,65 @@ fn run(
         precision: "syntactic".into(),
         stop_reason,
     })
+}
+
+/// Every occurrence of `name` in the files of `lang` (every language:
+/// `None`) under `folder` (default the primary root), and the files parsed.
+/// Blocking.
+pub(crate) fn scan(
+    rt: &Arc<crate::runtime::Runtime>,
+    index: &Arc<crate::index::Indexes>,
+    base_dir: Option<&str>,
+    folder: Option<String>,
+    name: &str,
+    lang: Option<&'static Compiled>,
+) -> Result<(Vec<Reference>, u32), Failure> {
+    let search = super::search::SearchInput {
+        path: folder.unwrap_or_else(|| ".".into()),
+        base_dir: base_dir.map(str::to_string),
+        ..super::search::SearchInput::files_only()
+    };
+    let (files, _) = super::search::candidate_files(
+        rt,
+        Some(index),
+        &search,
+        name,
+        Arc::new(AtomicBool::new(false)),
+    )?;
+    let max_read = rt.config.fs.max_read_bytes;
+    let found = source::parallel(&files, |(p, at)| {
+        let raw = source::shown(p);
+        let l = crate::code::lang::detect(p, None);
+        if let (Some(want), Some(l)) = (lang, l) {
+            if want.id != l.id {
+                return None;
+            }
+        }
+        let src = source::read(&raw, at, max_read).ok()?;
+        let l = src.lang?;
+        if lang.is_some_and(|w| w.id != l.id) {
+            return None;
+        }
+        let tree = crate::code::outline::parse(l, &src.bytes).ok()?;
+        let o = crate::code::outline::of_tree(l, &tree, &src.bytes);
+        let occ = occurrences::find(l, &tree, &src.bytes, &o, name);
+        Some(
+            occ.into_iter()
+                .map(|o| Reference {
+                    path: raw.clone(),
+                    line: o.line,
+                    column: o.column,
+                    text: line_text(&src.bytes, o.at),
+                    role: o.role,
+                })
+                .collect::<Vec<_>>(),
+        )
+    });
+    let files_scanned = found.iter().filter(|f| f.is_some()).count() as u32;
+    Ok((
+        found.into_iter().flatten().flatten().collect(),
+        files_scanned,
+    ))
 }
 
 /// The text of the line holding byte `at`, without its terminator.

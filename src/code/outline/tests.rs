@@ -173,7 +173,7 @@ fn too_large_is_a_note_not_a_stall() {
 
 #[test]
 fn c_typedefs_of_every_declarator_shape() {
-    let src = "typedef int T1;\ntypedef char *T2, **T3;\ntypedef char keybuf[8];\ntypedef int cb_t(int, int);\ntypedef void (Proc)(void *);\ntypedef char **(*Fn)(int);\ntypedef int (*Cmp)(const void *, const void *);\ntypedef struct _K K, *KPtr;\n";
+    let src = "typedef int T1;\ntypedef char *T2, **T3;\ntypedef char keybuf[8];\ntypedef int cb_t(int, int);\ntypedef void (Proc)(void *);\ntypedef char **(*Fn)(int);\ntypedef int (*Cmp)(const void *, const void *);\ntypedef struct _K K, *KPtr;\ntypedef const int *Exp(void);\n";
     let all = paths("c", src);
     for (name, line) in [
         ("T1", 1),
@@ -186,6 +186,7 @@ fn c_typedefs_of_every_declarator_shape() {
         ("Cmp", 7),
         ("K", 8),
         ("KPtr", 8),
+        ("Exp", 9),
     ] {
         assert!(
             all.iter()

@@ -11,9 +11,9 @@
 (union_specifier name: (type_identifier) @name body: (_)) @definition.union
 (enum_specifier name: (type_identifier) @name body: (_)) @definition.enum
 ; A typedef's name is the innermost identifier of its first declarator:
-; `T`, `*T`, `**T`, `T[N]`, `T(args)` (a function type), `(T)(args)`,
-; `(*T)(args)` and `*(*T)(args)`, `**(*T)(args)` (pointers to functions
-; returning pointers).
+; `T`, `*T`, `**T`, `T[N]`, `T(args)` (a function type), `*T(args)`,
+; `(T)(args)`, `(*T)(args)`, and `*(*T)(args)`, `**(*T)(args)` (pointers
+; to functions returning pointers).
 (type_definition declarator: [
   (type_identifier) @name
   (pointer_declarator declarator: (type_identifier) @name)
@@ -26,6 +26,7 @@
     (parenthesized_declarator (pointer_declarator declarator: (pointer_declarator declarator: (type_identifier) @name)))
   ])
   (pointer_declarator declarator: (function_declarator declarator: [
+    (type_identifier) @name
     (parenthesized_declarator (type_identifier) @name)
     (parenthesized_declarator (pointer_declarator declarator: (type_identifier) @name))
   ]))

@@ -14,6 +14,7 @@ mod edit;
 mod line_ops;
 mod replace;
 mod stale;
+mod symbol_ops;
 
 use super::create_file::{check_revision, check_write_size};
 use super::lines::count_lines;
@@ -61,6 +62,18 @@ pub enum UpdateOp {
         new_text: String,
         #[serde(default)]
         replace_all: bool,
+    },
+    /// Replace the symbol `name_path` (as coder::symbols and find-symbol name it: `Cls/method`, `/Top/name`, `name[1]`) with `body`: whole lines, with the doc comments, attributes and decorators that belong to it (what coder::symbols answers as its `body`). `body` is re-indented to the symbol's indentation.
+    ReplaceSymbol { name_path: String, body: String },
+    /// Insert `content` (whole lines, re-indented to the symbol's) before the symbol `name_path` and its doc comments and decorators.
+    InsertBeforeSymbol { name_path: String, content: String },
+    /// Insert `content` (whole lines, re-indented to the symbol's) after the symbol `name_path`'s last line.
+    InsertAfterSymbol { name_path: String, content: String },
+    /// Remove the symbol `name_path` with its doc comments and decorators. Refused (C210, listing where) while the name is still referenced in other files of its language under the roots, or elsewhere in this file, unless `force: true`.
+    RemoveSymbol {
+        name_path: String,
+        #[serde(default)]
+        force: bool,
     },
 }
 
@@ -192,9 +205,14 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
             Ok(r) => {
                 let rec = ctx.scope.recorder();
                 let services = ctx.services.clone();
+                let syms = Syms {
+                    rt: ctx.runtime.clone(),
+                    index: ctx.services.index.clone(),
+                    base_dir: req.base_dir.clone(),
+                };
                 blocking(move || {
                     let seen = &services.journals.seen;
-                    edit_file(&spec, &r, max_write, &rec, seen).map(|out| (r.path, out))
+                    edit_file(&spec, &r, max_write, &rec, seen, &syms).map(|out| (r.path, out))
                 })
                 .await
             }
@@ -318,12 +336,98 @@ fn join_lines(lines: &[String], final_newline: bool) -> String {
     out
 }
 
+/// What the symbol ops need beyond the file: the runtime and the content
+/// index (`remove_symbol` looks for the name's other uses).
+struct Syms {
+    rt: std::sync::Arc<crate::runtime::Runtime>,
+    index: std::sync::Arc<crate::index::Indexes>,
+    base_dir: Option<String>,
+}
+
+/// The language of the file a symbol op edits.
+fn symbol_lang(
+    raw: &str,
+    i: usize,
+    path: &Resolved,
+    body: &str,
+) -> Result<&'static crate::code::lang::Compiled, Failure> {
+    let head = &body.as_bytes()[..body.len().min(256)];
+    crate::code::lang::detect(&path.path, Some(head)).ok_or_else(|| {
+        Failure::bad_input(format!(
+            "{raw:?}: ops[{i}] is a symbol op, but the file is in no language ide parses \
+             (coder::info lists them); use edit or line ops"
+        ))
+    })
+}
+
+fn check_limit(raw: &str, len: usize, limit: usize) -> Result<(), Failure> {
+    if len > limit {
+        return Err(Failure::new(
+            Class::TooLarge,
+            format!(
+                "{raw:?}: the ops would make the file {len} bytes, over the {limit} that may be written"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Where the symbol `k` of `o` (spanning `span` of `body`) is still used:
+/// other files of its language under the roots, and this file outside the
+/// symbol. `None` when nowhere.
+fn still_used(
+    syms: &Syms,
+    path: &Resolved,
+    lang: &'static crate::code::lang::Compiled,
+    body: &str,
+    o: &crate::code::outline::Outline,
+    k: usize,
+    span: (usize, usize),
+) -> Option<String> {
+    use crate::code::occurrences::{self, Role};
+    let name = &o.syms[k].name;
+    let mut users: Vec<String> = Vec::new();
+    if let Ok(tree) = crate::code::outline::parse(lang, body.as_bytes()) {
+        for occ in occurrences::find(lang, &tree, body.as_bytes(), o, name) {
+            if occ.role != Role::Definition && (occ.at < span.0 || occ.at >= span.1) {
+                users.push(format!("this file line {}", occ.line));
+            }
+        }
+    }
+    let here = path.path.display().to_string();
+    if let Ok((refs, _)) = super::references::scan(
+        &syms.rt,
+        &syms.index,
+        syms.base_dir.as_deref(),
+        None,
+        name,
+        Some(lang),
+    ) {
+        for r in refs {
+            if r.path != here && r.role != Role::Definition {
+                users.push(format!("{}:{}", r.path, r.line));
+            }
+        }
+    }
+    if users.is_empty() {
+        return None;
+    }
+    let n = users.len();
+    users.truncate(10);
+    Some(format!(
+        "{n} use(s): {}{}",
+        users.join(", "),
+        if n > 10 { ", …" } else { "" }
+    ))
+}
+
 fn edit_file(
     spec: &UpdateFileSpec,
     path: &Resolved,
     max_write: u64,
     rec: &Recorder,
     seen: &crate::journal::seen::Seen,
+    syms: &Syms,
 ) -> Result<Done, Failure> {
     let raw = spec.path.as_str();
     if spec.ops.is_empty() {
@@ -510,6 +614,54 @@ fn edit_file(
                     };
                     echoes.region(i, &lines, first, added);
                 }
+            }
+            UpdateOp::ReplaceSymbol {
+                name_path,
+                body: text,
+            }
+            | UpdateOp::InsertBeforeSymbol {
+                name_path,
+                content: text,
+            }
+            | UpdateOp::InsertAfterSymbol {
+                name_path,
+                content: text,
+            } => {
+                let lang = symbol_lang(raw, i, path, &body)?;
+                let (_, _, span) = symbol_ops::locate(raw, i, lang, &body, name_path)?;
+                let act = match op {
+                    UpdateOp::ReplaceSymbol { .. } => symbol_ops::Act::Replace(text),
+                    UpdateOp::InsertBeforeSymbol { .. } => symbol_ops::Act::Before(text),
+                    _ => symbol_ops::Act::After(text),
+                };
+                let norm = text.replace("\r\n", "\n");
+                let act = match act {
+                    symbol_ops::Act::Replace(_) => symbol_ops::Act::Replace(&norm),
+                    symbol_ops::Act::Before(_) => symbol_ops::Act::Before(&norm),
+                    _ => symbol_ops::Act::After(&norm),
+                };
+                body = symbol_ops::apply(&body, span, &act);
+                check_limit(raw, body.len(), limit)?;
+                let lines: Vec<String> = split_lines(&body);
+                let first = edit::line_of(&body, span.0);
+                echoes.region(i, &lines, first, norm.lines().count());
+            }
+            UpdateOp::RemoveSymbol { name_path, force } => {
+                let lang = symbol_lang(raw, i, path, &body)?;
+                let (o, k, span) = symbol_ops::locate(raw, i, lang, &body, name_path)?;
+                if !force {
+                    if let Some(users) = still_used(syms, path, lang, &body, &o, k, span) {
+                        return Err(Failure::bad_input(format!(
+                            "{raw:?}: ops[{i}] {name_path:?} is still referenced: {users}; nothing \
+                             was written. Change those first, or pass force: true to remove it \
+                             anyway"
+                        )));
+                    }
+                }
+                body = symbol_ops::apply(&body, span, &symbol_ops::Act::Remove);
+                let lines: Vec<String> = split_lines(&body);
+                let first = edit::line_of(&body, span.0.min(body.len()));
+                echoes.region(i, &lines, first, 0);
             }
             _ => {}
         }
