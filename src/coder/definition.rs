@@ -59,7 +59,7 @@ pub struct DefinitionOutput {
 pub fn def() -> FunctionDef {
     function(
         "coder::definition",
-        "Go to definition: send {path, line, column} of an identifier; get {name, \
+        "Where the identifier at a position is defined. Send {path, line, column} of an identifier; get {name, \
          locations: [{path, line, column, end_line, kind, name_path, signature, found_in: \
          same_file|imported|roots}], precision: \"syntactic\"} — definitions of that name, the \
          same file's enclosing scopes first, then files matching the file's imports, then \

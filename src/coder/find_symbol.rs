@@ -88,7 +88,7 @@ pub struct FindSymbolOutput {
 pub fn def() -> FunctionDef {
     function(
         "coder::find-symbol",
-        "Find definitions by name path: send {name_path} (`foo`, `Cls/foo`, `/Cls/foo` from \
+        "Find definitions by name path. Send {name_path} (`foo`, `Cls/foo`, `/Cls/foo` from \
          the top level, `foo[1]` the second overload; substring: true matches part of the \
          name), optionally path (a folder or file), kinds, include_body, max_results (default \
          50); get {matches: [{path, language, name, name_path, kind, line, column, end_line, \

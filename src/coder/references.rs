@@ -86,7 +86,7 @@ pub struct ReferencesOutput {
 pub fn def() -> FunctionDef {
     function(
         "coder::references",
-        "Every occurrence of an identifier: send {path, line, column} of it (scope: a folder \
+        "Every occurrence of an identifier. Send {path, line, column} of it (scope: a folder \
          to look in) or {symbol, path?}; get {name, language, references: [{path, line, \
          column, text, role: definition|import|reference}], total, files_scanned, precision: \
          \"syntactic\", stop_reason?} — identifier tokens of that exact text in files of the \

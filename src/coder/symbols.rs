@@ -120,7 +120,7 @@ pub enum SymbolsOutput {
 pub fn def() -> FunctionDef {
     function(
         "coder::symbols",
-        "Outline of code: send {path} of a source file to get {path, language, revision, \
+        "The outline of a source file or folder. Send {path} of a source file to get {path, language, revision, \
          has_errors, count, symbols} — every definition (class, function, method, field, …) \
          with name, name_path (Parent/child), kind, line, column, end_line, signature and \
          children, its body with include_body; or {path} of a folder to get {files: [...], \
