@@ -70,17 +70,25 @@ pub fn find(
     out
 }
 
-/// The role of an identifier node; `None` inside an excluded node.
-fn role_of(lang: &Compiled, node: Node<'_>, outline: &Outline) -> Option<Role> {
-    let mut import = false;
+/// What a node's ancestors say of it: inside an `@exclude` node (no
+/// occurrence there), inside an `@import` node.
+fn context(lang: &Compiled, node: Node<'_>) -> (bool, bool) {
+    let (mut excluded, mut import) = (false, false);
     let mut cur = node.parent();
     while let Some(n) = cur {
         let k = n.kind_id();
-        if lang.exclude.contains(&k) {
-            return None;
-        }
+        excluded |= lang.exclude.contains(&k);
         import |= lang.import.contains(&k);
         cur = n.parent();
+    }
+    (excluded, import)
+}
+
+/// The role of an identifier node; `None` inside an excluded node.
+fn role_of(lang: &Compiled, node: Node<'_>, outline: &Outline) -> Option<Role> {
+    let (excluded, import) = context(lang, node);
+    if excluded {
+        return None;
     }
     let at = node.start_byte();
     if outline
@@ -101,41 +109,22 @@ fn role_of(lang: &Compiled, node: Node<'_>, outline: &Outline) -> Option<Role> {
 /// past its last byte counts), with its byte range.
 pub fn identifier_at<'t>(lang: &Compiled, tree: &'t Tree, at: usize) -> Option<Node<'t>> {
     let root = tree.root_node();
-    for probe in [at, at.saturating_sub(1)] {
-        if let Some(n) = root.descendant_for_byte_range(probe, probe) {
-            if lang.identifier.contains(&n.kind_id()) && n.start_byte() <= at && at <= n.end_byte()
-            {
-                let excluded = {
-                    let mut cur = n.parent();
-                    let mut ex = false;
-                    while let Some(p) = cur {
-                        ex |= lang.exclude.contains(&p.kind_id());
-                        cur = p.parent();
-                    }
-                    ex
-                };
-                if !excluded {
-                    return Some(n);
-                }
-            }
-        }
-    }
-    None
+    [at, at.saturating_sub(1)].into_iter().find_map(|probe| {
+        let n = root.descendant_for_byte_range(probe, probe)?;
+        (lang.identifier.contains(&n.kind_id())
+            && n.start_byte() <= at
+            && at <= n.end_byte()
+            && !context(lang, n).0)
+            .then_some(n)
+    })
 }
 
-/// Every distinct identifier of a file (for the reference graph), skipping
-/// those inside excluded nodes. Sorted, deduplicated.
-pub fn identifiers(lang: &Compiled, tree: &Tree, text: &[u8]) -> Vec<String> {
-    let mut out: Vec<&[u8]> = Vec::new();
+/// Visit every node of a tree in document order; `visit` answers whether
+/// to go below the node.
+pub fn preorder<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>) -> bool) {
     let mut c = tree.walk();
     'walk: loop {
-        let n = c.node();
-        let k = n.kind_id();
-        let skip = lang.exclude.contains(&k);
-        if !skip && lang.identifier.contains(&k) {
-            out.push(&text[n.byte_range()]);
-        }
-        if !skip && c.goto_first_child() {
+        if visit(c.node()) && c.goto_first_child() {
             continue;
         }
         loop {
@@ -147,6 +136,22 @@ pub fn identifiers(lang: &Compiled, tree: &Tree, text: &[u8]) -> Vec<String> {
             }
         }
     }
+}
+
+/// Every distinct identifier of a file (for the reference graph), skipping
+/// those inside excluded nodes. Sorted, deduplicated.
+pub fn identifiers(lang: &Compiled, tree: &Tree, text: &[u8]) -> Vec<String> {
+    let mut out: Vec<&[u8]> = Vec::new();
+    preorder(tree, |n| {
+        let k = n.kind_id();
+        if lang.exclude.contains(&k) {
+            return false;
+        }
+        if lang.identifier.contains(&k) {
+            out.push(&text[n.byte_range()]);
+        }
+        true
+    });
     out.sort_unstable();
     out.dedup();
     out.into_iter()

@@ -322,6 +322,35 @@ impl Outline {
         parts.join("/")
     }
 
+    /// The symbols `pattern` names, in document order, of the `kinds`
+    /// given (empty: every kind): each one's index, name path and overload
+    /// number (its place among the symbols of the same name path, every
+    /// kind counted, so `foo[1]` names one symbol whatever the filter).
+    pub fn matching(
+        &self,
+        pattern: &super::names::Pattern,
+        substring: bool,
+        kinds: &[String],
+    ) -> Vec<(usize, String, usize)> {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut out = Vec::new();
+        for i in 0..self.syms.len() {
+            let np = self.name_path(i);
+            let parts: Vec<&str> = np.split('/').collect();
+            if !pattern.matches(&parts, substring) {
+                continue;
+            }
+            let nth = seen.entry(np.clone()).or_insert(0);
+            let this = *nth;
+            *nth += 1;
+            let kind_ok = kinds.is_empty() || kinds.iter().any(|k| k == self.syms[i].kind);
+            if kind_ok && pattern.overload.is_none_or(|n| n == this) {
+                out.push((i, np, this));
+            }
+        }
+        out
+    }
+
     /// Depth of symbol `i` (0: top level).
     pub fn depth(&self, i: usize) -> usize {
         let mut d = 0;

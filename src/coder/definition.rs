@@ -4,7 +4,7 @@
 //! what the file imports, then the rest of the roots.
 
 use super::find_symbol;
-use super::source::{self, POSITIONS};
+use super::source;
 use super::{blocking, resolve, resolve_scope};
 use crate::code::names::Pattern;
 use crate::error::Failure;
@@ -71,7 +71,6 @@ pub fn def() -> FunctionDef {
 }
 
 async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput, Failure> {
-    let _ = POSITIONS;
     let scope = resolve_scope(ctx, req.base_dir.as_deref())?;
     let at = resolve(ctx, &req.path, scope.as_ref())?;
     if !at.exists {
@@ -90,24 +89,17 @@ async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput,
         let o = crate::code::outline::of_tree(lang, &tree, &src.bytes);
         let mut out: Vec<Location> = Vec::new();
         // same file: definitions whose scope holds the position, innermost first
-        let mut local: Vec<(usize, usize)> = o
-            .syms
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.name == name)
-            .map(|(i, s)| {
-                let encloses = |p: Option<u32>| {
-                    p.is_none_or(|p| {
-                        let ps = &o.syms[p as usize];
-                        ps.start <= off && off < ps.end
-                    })
-                };
-                let rank = if encloses(s.parent) { 0 } else { 1 };
-                (
-                    rank * 1_000_000 + usize::MAX / 2 - o.depth(i).min(1000) * 1000,
-                    i,
-                )
+        // visible from the position (its parent's range holds it) first,
+        // the innermost scope first, then the file's others in order
+        let in_scope = |i: usize| {
+            o.syms[i].parent.is_none_or(|p| {
+                let ps = &o.syms[p as usize];
+                ps.start <= off && off < ps.end
             })
+        };
+        let mut local: Vec<((bool, std::cmp::Reverse<usize>), usize)> = (0..o.syms.len())
+            .filter(|i| o.syms[*i].name == name)
+            .map(|i| ((!in_scope(i), std::cmp::Reverse(o.depth(i))), i))
             .collect();
         local.sort();
         for (_, i) in local {
@@ -175,28 +167,18 @@ fn import_words(
     text: &[u8],
 ) -> Vec<String> {
     let mut out = Vec::new();
-    let mut c = tree.walk();
-    'walk: loop {
-        let n = c.node();
-        if lang.import.contains(&n.kind_id()) {
-            let t = String::from_utf8_lossy(&text[n.byte_range()]);
-            out.extend(
-                t.split(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
-                    .filter(|w| w.len() > 1)
-                    .map(str::to_string),
-            );
-        } else if c.goto_first_child() {
-            continue;
+    crate::code::occurrences::preorder(tree, |n| {
+        if !lang.import.contains(&n.kind_id()) {
+            return true;
         }
-        loop {
-            if c.goto_next_sibling() {
-                continue 'walk;
-            }
-            if !c.goto_parent() {
-                break 'walk;
-            }
-        }
-    }
+        let t = String::from_utf8_lossy(&text[n.byte_range()]);
+        out.extend(
+            t.split(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
+                .filter(|w| w.len() > 1)
+                .map(str::to_string),
+        );
+        false
+    });
     out.sort();
     out.dedup();
     out

@@ -8,7 +8,7 @@
 //! word to narrow by: it reads every source file's outline.
 
 use super::outlines;
-use super::source::{self, POSITIONS};
+use super::source;
 use super::{blocking, resolve_scope};
 use crate::code::names::{self, Pattern};
 use crate::error::Failure;
@@ -102,7 +102,6 @@ pub fn def() -> FunctionDef {
 }
 
 async fn find(ctx: &Ctx, req: FindSymbolInput) -> Result<FindSymbolOutput, Failure> {
-    let _ = POSITIONS;
     let pattern = Pattern::parse(&req.name_path).map_err(Failure::bad_input)?;
     source::check_kinds(&req.kinds)?;
     resolve_scope(ctx, req.base_dir.as_deref())?;
@@ -138,33 +137,18 @@ pub(crate) fn matches(
     let found = source::parallel(&files, |(p, at)| {
         let raw = source::shown(p);
         let (o, _) = outlines::of(&raw, at, max_read)?;
-        let mut hits = Vec::new();
-        let mut seen: std::collections::HashMap<String, usize> = Default::default();
-        for i in 0..o.syms.len() {
-            let s = &o.syms[i];
-            if !kinds.is_empty() && !kinds.iter().any(|k| k == s.kind) {
-                continue;
-            }
-            let np = o.name_path(i);
-            let parts: Vec<&str> = np.split('/').collect();
-            if !pattern.matches(&parts, substring) {
-                continue;
-            }
-            let nth = seen.entry(np.clone()).or_insert(0);
-            let this = *nth;
-            *nth += 1;
-            if pattern.overload.is_some_and(|n| n != this) {
-                continue;
-            }
-            hits.push(Found {
-                rank: names::rank(pattern, &parts),
+        let hits: Vec<Found> = o
+            .matching(pattern, substring, kinds)
+            .into_iter()
+            .map(|(i, np, _)| Found {
+                rank: names::rank(pattern, &np.split('/').collect::<Vec<_>>()),
                 path: raw.clone(),
                 at: at.clone(),
                 outline: o.clone(),
                 index: i,
                 name_path: np,
-            });
-        }
+            })
+            .collect();
         Some(hits)
     });
     let scanned = found.iter().filter(|f| f.is_some()).count() as u32;

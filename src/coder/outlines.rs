@@ -42,17 +42,12 @@ pub fn of(raw: &str, at: &Resolved, max_read: u64) -> Option<(Arc<Outline>, Opti
     if let Some(o) = kept {
         return Some((o, None));
     }
-    drop(file);
     let read_at = SystemTime::now();
-    let src = source::read(raw, at, max_read).ok()?;
+    let src = source::read_open(raw, &at.path, file.try_clone().ok()?, &md, max_read).ok()?;
     let outline = Arc::new(source::outline_of(&src).ok()?);
     // the bytes are those of the stamp only if it did not move meanwhile
-    let after = at.loc().open_regular(raw).ok().map(|(_, m)| m);
-    if let Some(after) = after
-        && (after.dev(), after.ino()) == key
-        && Stamp::of(&after) == stamp
-        && stamp.settled_at(read_at)
-    {
+    let after = file.metadata().ok()?;
+    if Stamp::of(&after) == stamp && stamp.settled_at(read_at) {
         let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
         if kept.len() >= CAP {
             kept.clear();

@@ -4,7 +4,7 @@
 //! a search of it; each is parsed (or its outline kept) and its identifier
 //! tokens of that exact text are the answer.
 
-use super::source::{self, POSITIONS};
+use super::source;
 use super::{blocking, resolve, resolve_scope};
 use crate::code::lang::Compiled;
 use crate::code::occurrences::{self, Role};
@@ -129,7 +129,6 @@ pub(crate) fn identifier_at(
 }
 
 async fn references(ctx: &Ctx, req: ReferencesInput) -> Result<ReferencesOutput, Failure> {
-    let _ = POSITIONS;
     let scope = resolve_scope(ctx, req.base_dir.as_deref())?;
     let max_read = ctx.runtime.config.fs.max_read_bytes;
     let (name, lang, folder) = match (&req.symbol, req.line, req.column) {
@@ -266,11 +265,7 @@ pub(crate) fn scan(
 
 /// The text of the line holding byte `at`, without its terminator.
 pub(crate) fn line_text(text: &[u8], at: usize) -> String {
-    let start = text[..at]
-        .iter()
-        .rposition(|b| *b == b'\n')
-        .map_or(0, |i| i + 1);
-    let end = memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |i| at + i);
+    let (start, end) = source::line_bounds(text, at);
     let line = &text[start..end];
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let mut s = String::from_utf8_lossy(line).into_owned();

@@ -10,10 +10,6 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use std::path::Path;
 
-/// What every description says of positions.
-pub const POSITIONS: &str = "Lines are 1-based; columns are 1-based byte offsets in the line, as \
-    in coder::search.";
-
 /// A source file as read: its bytes, revision and language.
 pub struct Source {
     pub bytes: Vec<u8>,
@@ -25,6 +21,17 @@ pub struct Source {
 /// file up to `fs.max_read_bytes` (0: no limit). Blocking.
 pub fn read(raw: &str, at: &Resolved, max_read: u64) -> Result<Source, Failure> {
     let (file, md) = at.loc().open_regular(raw)?;
+    read_open(raw, &at.path, file, &md, max_read)
+}
+
+/// [`read`] of a file already opened (`md`: its metadata), at `path`.
+pub fn read_open(
+    raw: &str,
+    path: &Path,
+    file: std::fs::File,
+    md: &std::fs::Metadata,
+    max_read: u64,
+) -> Result<Source, Failure> {
     if max_read > 0 && md.len() > max_read {
         return Err(Failure::new(
             Class::TooLarge,
@@ -41,7 +48,7 @@ pub fn read(raw: &str, at: &Resolved, max_read: u64) -> Result<Source, Failure> 
     std::io::Read::read_to_end(&mut std::io::Read::take(file, cap), &mut bytes)
         .map_err(|e| Failure::from_io(raw, &e))?;
     let revision = super::revision_of(&bytes);
-    let lang = lang::detect(&at.path, Some(&bytes[..bytes.len().min(256)]));
+    let lang = lang::detect(path, Some(&bytes[..bytes.len().min(256)]));
     Ok(Source {
         bytes,
         revision,
@@ -259,13 +266,19 @@ pub fn offset_of(raw: &str, text: &[u8], line: u32, column: u32) -> Result<usize
     Ok(start + column as usize - 1)
 }
 
-/// What is at a byte offset, for an error: the line's text with a caret.
-pub fn what_is_at(text: &[u8], at: usize) -> String {
+/// The byte range of the line holding byte `at`, without its newline.
+pub fn line_bounds(text: &[u8], at: usize) -> (usize, usize) {
     let start = text[..at]
         .iter()
         .rposition(|b| *b == b'\n')
         .map_or(0, |i| i + 1);
     let end = memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |i| at + i);
+    (start, end)
+}
+
+/// What is at a byte offset, for an error: what the byte is, and its line.
+pub fn what_is_at(text: &[u8], at: usize) -> String {
+    let (start, end) = line_bounds(text, at);
     let line = String::from_utf8_lossy(&text[start..end]);
     let ch = text
         .get(at)

@@ -3,7 +3,7 @@
 
 use super::source::{self, Detail, SymbolOut};
 use super::{blocking, resolve, resolve_scope};
-use crate::error::{Class, Failure};
+use crate::error::Failure;
 use crate::function::{Ctx, Flags, FunctionDef, function};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -325,14 +325,9 @@ fn folder(
             })
             .collect()
     };
-    let mut steps: Vec<(Option<Detail>, Option<String>)> = ladder(depth, req.include_body)
-        .into_iter()
-        .map(|(d, why)| (Some(d), why))
-        .collect();
-    steps.push((None, Some("counts per file only".into())));
-    for (detail, degraded) in steps {
+    for (detail, degraded) in ladder(depth, req.include_body) {
         let answer = FolderAnswer {
-            files: render(detail),
+            files: render(Some(detail)),
             files_scanned: scanned,
             stop_reason: stop_reason.clone(),
             degraded,
@@ -340,18 +335,19 @@ fn folder(
         if source::json_len(&answer) <= budget {
             return Ok(answer);
         }
-        if detail.is_none() {
-            // counts alone are over: keep the files that fit
-            let mut answer = answer;
-            while answer.files.len() > 1 && source::json_len(&answer) > budget {
-                answer.files.pop();
-            }
-            answer.stop_reason = Some("budget".into());
-            return Ok(answer);
-        }
     }
-    Err(Failure::new(
-        Class::Io,
-        "unreachable: the ladder ends with counts",
-    ))
+    // counts per file only, as many files as fit
+    let mut answer = FolderAnswer {
+        files: render(None),
+        files_scanned: scanned,
+        stop_reason,
+        degraded: Some("counts per file only".into()),
+    };
+    if source::json_len(&answer) > budget {
+        while answer.files.len() > 1 && source::json_len(&answer) > budget {
+            answer.files.pop();
+        }
+        answer.stop_reason = Some("budget".into());
+    }
+    Ok(answer)
 }

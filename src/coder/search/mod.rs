@@ -443,28 +443,8 @@ pub(crate) fn run(
     // an index build pauses while this search runs
     let _searching = index.map(|ix| ix.searching());
     let mut plan = plan(rt, &req, cancel)?;
-    // The content index serves folder searches without ignore files; it
-    // only replays the walk and rules files out (crate::index).
-    let lease = match index {
-        Some(ix)
-            if plan.content.is_some() && !plan.respect_gitignore && !plan.filters.from_fs_root =>
-        {
-            let is_dir = plan.root_at.loc().lstat().is_ok_and(|st| {
-                crate::jail::dir::Kind::of_mode(st.st_mode) == crate::jail::dir::Kind::Dir
-            });
-            if is_dir {
-                ix.lease(rt, &plan.root_at)
-            } else {
-                None
-            }
-        }
-        _ => None,
-    };
+    let lease = lease_for(rt, index, &mut plan);
     let lease_ms = started.elapsed().as_secs_f64() * 1e3;
-    let lease = lease.filter(|(l, rel)| l.has_dir(rel)).map(|(l, rel)| {
-        plan.index_rel = rel;
-        l
-    });
     plan.ngrams = lease
         .as_ref()
         .and_then(|_| crate::index::query::of_pattern(&req.query, req.regex, req.ignore_case))
@@ -527,6 +507,34 @@ pub(crate) fn run(
     })
 }
 
+/// The content index's lease for a plan's walk, when it can serve it: a
+/// content search of a folder, without ignore files, not from `/` (the
+/// index only replays the walk and rules files out, crate::index). Sets
+/// the plan's folder relative to the index root. Blocking.
+fn lease_for(
+    rt: &Arc<Runtime>,
+    index: Option<&crate::index::Indexes>,
+    plan: &mut Plan,
+) -> Option<crate::index::Lease> {
+    let ix = index?;
+    if plan.content.is_none() || plan.respect_gitignore || plan.filters.from_fs_root {
+        return None;
+    }
+    let is_dir =
+        plan.root_at.loc().lstat().is_ok_and(|st| {
+            crate::jail::dir::Kind::of_mode(st.st_mode) == crate::jail::dir::Kind::Dir
+        });
+    if !is_dir {
+        return None;
+    }
+    let (lease, rel) = ix.lease(rt, &plan.root_at)?;
+    if !lease.has_dir(&rel) {
+        return None;
+    }
+    plan.index_rel = rel;
+    Some(lease)
+}
+
 /// The files a content search for the literal `word` would read under
 /// `req`'s folder (its globs, excludes, hidden and ignore-file rules, and
 /// the policy, exactly as `coder::search` walks), each as its absolute path
@@ -553,23 +561,7 @@ pub(crate) fn candidate_files(
     req.search_content = true;
     req.search_paths = false;
     let mut plan = plan(rt, &req, cancel)?;
-    let lease = match index {
-        Some(ix) if !plan.respect_gitignore && !plan.filters.from_fs_root => {
-            let is_dir = plan.root_at.loc().lstat().is_ok_and(|st| {
-                crate::jail::dir::Kind::of_mode(st.st_mode) == crate::jail::dir::Kind::Dir
-            });
-            if is_dir {
-                ix.lease(rt, &plan.root_at)
-            } else {
-                None
-            }
-        }
-        _ => None,
-    };
-    let lease = lease.filter(|(l, rel)| l.has_dir(rel)).map(|(l, rel)| {
-        plan.index_rel = rel;
-        l
-    });
+    let lease = lease_for(rt, index, &mut plan);
     if !word.is_empty() {
         plan.ngrams = lease
             .as_ref()

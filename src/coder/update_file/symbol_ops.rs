@@ -31,21 +31,7 @@ pub fn locate(
     let bad = |m: String| Failure::bad_input(format!("{raw:?}: ops[{i}] {m}"));
     let pattern = Pattern::parse(name_path).map_err(bad)?;
     let o = outline::outline(lang, body.as_bytes()).map_err(|e| bad(e.note()))?;
-    let mut hits = Vec::new();
-    let mut seen: std::collections::HashMap<String, usize> = Default::default();
-    for k in 0..o.syms.len() {
-        let np = o.name_path(k);
-        let parts: Vec<&str> = np.split('/').collect();
-        if !pattern.matches(&parts, false) {
-            continue;
-        }
-        let nth = seen.entry(np.clone()).or_insert(0);
-        let this = *nth;
-        *nth += 1;
-        if pattern.overload.is_none_or(|n| n == this) {
-            hits.push((k, np, this));
-        }
-    }
+    let hits = o.matching(&pattern, false, &[]);
     match hits.len() {
         1 => {
             let k = hits[0].0;
