@@ -197,16 +197,38 @@ pub fn detect(path: &Path, head: Option<&[u8]>) -> Option<&'static Compiled> {
     if let Some(ext) = path.extension().and_then(|e| e.to_str()) {
         let ext = ext.to_ascii_lowercase();
         // a file with another extension is not guessed at by its #! line
-        return LANGS
+        let i = LANGS
             .iter()
-            .position(|l| l.extensions.contains(&ext.as_str()))
-            .map(get);
+            .position(|l| l.extensions.contains(&ext.as_str()))?;
+        // `.h` is C's and C++'s: a header that reads as C++ is C++
+        if ext == "h" && head.is_some_and(reads_as_cpp) {
+            return by_name("cpp");
+        }
+        return Some(get(i));
     }
     let interp = shebang(head?)?;
     LANGS
         .iter()
         .position(|l| l.shebangs.contains(&interp.as_str()))
         .map(get)
+}
+
+/// Whether a header's first 64 KiB use C++ only syntax: a namespace, a
+/// template, an access specifier, `std::`.
+fn reads_as_cpp(head: &[u8]) -> bool {
+    let head = &head[..head.len().min(64 << 10)];
+    const MARKS: [&[u8]; 7] = [
+        b"namespace ",
+        b"template<",
+        b"template <",
+        b"public:",
+        b"private:",
+        b"protected:",
+        b"std::",
+    ];
+    MARKS
+        .iter()
+        .any(|m| memchr::memmem::find(head, m).is_some())
 }
 
 /// The interpreter a `#!` line names, without its version
@@ -393,6 +415,14 @@ mod tests {
         assert_eq!(name("a/b.py", None), Some("python"));
         assert_eq!(name("a/B.TSX", None), Some("tsx"));
         assert_eq!(name("x.hpp", None), Some("cpp"));
+        assert_eq!(name("x.h", Some(b"int f(void);\n")), Some("c"));
+        assert_eq!(
+            name(
+                "x.h",
+                Some(b"namespace a { class B { public: int f(); }; }\n")
+            ),
+            Some("cpp")
+        );
         assert_eq!(name("x.md", Some(b"#!/usr/bin/python3\n")), None);
         assert_eq!(
             name("tool", Some(b"#!/usr/bin/env python3.11\nx")),

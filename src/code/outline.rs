@@ -128,8 +128,12 @@ pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
     let mut cursor = tree_sitter::QueryCursor::new();
     cursor.set_match_limit(4096);
     // per definition node: the first pattern's reading of it
-    let mut found: HashMap<usize, (usize, Node<'_>, Node<'_>, &'static str, Option<Node<'_>>)> =
-        HashMap::new();
+    // per (definition node, name node): one node may define several names
+    // (`int a, b;`), each once
+    let mut found: HashMap<
+        (usize, usize),
+        (usize, Node<'_>, Node<'_>, &'static str, Option<Node<'_>>),
+    > = HashMap::new();
     let mut matches = cursor.matches(&lang.defs, root, text);
     while let Some(m) = matches.next() {
         let mut def = None;
@@ -147,22 +151,33 @@ pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
         let (Some((node, kind)), Some(name)) = (def, name) else {
             continue;
         };
-        let e = found
-            .entry(node.id())
-            .or_insert((m.pattern_index, node, name, kind, owner));
+        let e = found.entry((node.id(), name.id())).or_insert((
+            m.pattern_index,
+            node,
+            name,
+            kind,
+            owner,
+        ));
         if m.pattern_index < e.0 {
             *e = (m.pattern_index, node, name, kind, owner);
         }
     }
     let mut defs: Vec<_> = found.into_values().collect();
-    defs.sort_by_key(|(_, n, ..)| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+    defs.sort_by_key(|(_, n, name, ..)| {
+        (
+            n.start_byte(),
+            std::cmp::Reverse(n.end_byte()),
+            name.start_byte(),
+        )
+    });
     let mut syms: Vec<Sym> = Vec::with_capacity(defs.len());
     // enclosing definitions: (end byte, index)
-    let mut stack: Vec<(usize, u32)> = Vec::new();
+    // enclosing definitions: (start, end byte, index)
+    let mut stack: Vec<(usize, usize, u32)> = Vec::new();
     for (_, node, name_node, kind, owner) in defs {
         while stack
             .last()
-            .is_some_and(|(end, _)| *end <= node.start_byte())
+            .is_some_and(|(_, end, _)| *end <= node.start_byte())
         {
             stack.pop();
         }
@@ -171,7 +186,9 @@ pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
         let parent = stack
             .iter()
             .rev()
-            .map(|(_, i)| *i)
+            // a node defining several names is none of their parents
+            .filter(|(start, end, _)| (*start, *end) != (node.start_byte(), node.end_byte()))
+            .map(|(_, _, i)| *i)
             .find(|i| !(syms[*i as usize].kind == "type" && lang::is_type_kind(kind)));
         let mut kind = kind;
         if kind == "function" && parent.is_some_and(|p| lang::is_type_kind(syms[p as usize].kind)) {
@@ -197,7 +214,7 @@ pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
         };
         let i = syms.len() as u32;
         if !lang::is_leaf_kind(kind) {
-            stack.push((node.end_byte(), i));
+            stack.push((node.start_byte(), node.end_byte(), i));
         }
         syms.push(sym);
     }

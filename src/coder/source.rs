@@ -48,7 +48,7 @@ pub fn read_open(
     std::io::Read::read_to_end(&mut std::io::Read::take(file, cap), &mut bytes)
         .map_err(|e| Failure::from_io(raw, &e))?;
     let revision = super::revision_of(&bytes);
-    let lang = lang::detect(path, Some(&bytes[..bytes.len().min(256)]));
+    let lang = lang::detect(path, Some(&bytes));
     Ok(Source {
         bytes,
         revision,

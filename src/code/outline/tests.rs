@@ -195,3 +195,12 @@ fn c_typedefs_of_every_declarator_shape() {
         );
     }
 }
+
+#[test]
+fn one_node_defining_several_names_gives_each_and_parents_none() {
+    let all = paths("c", "int a, b;\nstruct S { int x, y; };\n");
+    has(&all, "a", "variable", 1);
+    has(&all, "b", "variable", 1);
+    has(&all, "S/x", "field", 2);
+    has(&all, "S/y", "field", 2);
+}

@@ -351,8 +351,7 @@ fn symbol_lang(
     path: &Resolved,
     body: &str,
 ) -> Result<&'static crate::code::lang::Compiled, Failure> {
-    let head = &body.as_bytes()[..body.len().min(256)];
-    crate::code::lang::detect(&path.path, Some(head)).ok_or_else(|| {
+    crate::code::lang::detect(&path.path, Some(body.as_bytes())).ok_or_else(|| {
         Failure::bad_input(format!(
             "{raw:?}: ops[{i}] is a symbol op, but the file is in no language ide parses \
              (coder::info lists them); use edit or line ops"
