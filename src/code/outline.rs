@@ -122,18 +122,18 @@ pub fn outline(lang: &'static Compiled, text: &[u8]) -> Result<Outline, Unparsed
     Ok(of_tree(lang, &tree, text))
 }
 
+/// How a pattern read a definition: (pattern index, definition node, name
+/// node, kind, the parent it names).
+type Reading<'t> = (usize, Node<'t>, Node<'t>, &'static str, Option<Node<'t>>);
+
 /// The outline of a parsed tree.
 pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
     let root = tree.root_node();
     let mut cursor = tree_sitter::QueryCursor::new();
     cursor.set_match_limit(4096);
-    // per definition node: the first pattern's reading of it
-    // per (definition node, name node): one node may define several names
-    // (`int a, b;`), each once
-    let mut found: HashMap<
-        (usize, usize),
-        (usize, Node<'_>, Node<'_>, &'static str, Option<Node<'_>>),
-    > = HashMap::new();
+    // per (definition node, name node), the first pattern's reading: one
+    // node may define several names (`int a, b;`), each once
+    let mut found: HashMap<(usize, usize), Reading<'_>> = HashMap::new();
     let mut matches = cursor.matches(&lang.defs, root, text);
     while let Some(m) = matches.next() {
         let mut def = None;
