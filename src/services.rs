@@ -28,6 +28,8 @@ pub struct Services {
     pub watch: Arc<Registry>,
     /// The content index of `coder::search`, per searched root.
     pub index: Arc<crate::index::Indexes>,
+    /// The symbol index beside it (`coder::find-symbol`, `coder::map`).
+    pub symbols: Arc<crate::index::symbols::Symbols>,
 }
 
 impl Services {
@@ -46,6 +48,7 @@ impl Services {
             pty: Arc::new(Sessions::new()),
             watch: Arc::new(Registry::new(journals.marks().clone())),
             index: Arc::new(crate::index::Indexes::new()),
+            symbols: Arc::new(crate::index::symbols::Symbols::new()),
             journals,
         }
     }

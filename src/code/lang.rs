@@ -106,6 +106,13 @@ pub static LANGS: &[Lang] = &[
     },
 ];
 
+impl Lang {
+    /// Its query files' text, in order.
+    pub fn queries_source(&self) -> &'static [&'static str] {
+        self.queries
+    }
+}
+
 /// A language compiled: its grammar, its definitions query and the node
 /// kinds its query files name.
 pub struct Compiled {

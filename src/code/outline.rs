@@ -43,6 +43,9 @@ pub struct Sym {
     pub name_end: usize,
     /// The declaration's first line, trimmed.
     pub signature: String,
+    /// Byte where that line's text starts (the definition's own node,
+    /// after its decorators).
+    pub signature_at: usize,
 }
 
 /// What a parse found.
@@ -211,6 +214,7 @@ pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
             name_start: name_node.start_byte(),
             name_end: name_node.end_byte(),
             signature: signature(text, node.start_byte()),
+            signature_at: node.start_byte(),
         };
         let i = syms.len() as u32;
         if !lang::is_leaf_kind(kind) {
@@ -306,7 +310,8 @@ fn leading(lang: &Compiled, node: Node<'_>, start: usize, text: &[u8]) -> usize 
     }
 }
 
-fn signature(text: &[u8], start: usize) -> String {
+/// The first line of `text` from `start`, trimmed, at most 200 bytes.
+pub fn signature(text: &[u8], start: usize) -> String {
     let rest = &text[start..];
     let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
     let s = String::from_utf8_lossy(line);

@@ -77,7 +77,7 @@ async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput,
         return Err(Failure::not_found(&req.path));
     }
     let rt = ctx.runtime.clone();
-    let index = ctx.services.index.clone();
+    let services = ctx.services.clone();
     blocking(move || {
         let max_read = rt.config.fs.max_read_bytes;
         let (name, lang, src, _) =
@@ -120,7 +120,7 @@ async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput,
         let pattern = Pattern::parse(&name).map_err(Failure::bad_input)?;
         let (found, ..) = find_symbol::matches(
             &rt,
-            &index,
+            &services,
             None,
             req.base_dir.as_deref(),
             &pattern,
@@ -129,20 +129,20 @@ async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput,
         )?;
         let mut elsewhere: Vec<(u8, Location)> = found
             .into_iter()
-            .filter(|f| f.path != here && f.outline.lang.id == lang.id)
+            .filter(|f| f.path != here && f.language == lang.lang.name)
+            .take(4 * MAX_LOCATIONS)
             .map(|f| {
-                let s = &f.outline.syms[f.index];
                 let imported = imports.iter().any(|w| path_mentions(&f.path, w));
                 (
                     u8::from(!imported),
                     Location {
-                        path: f.path.clone(),
-                        line: s.line,
-                        column: s.column,
-                        end_line: s.end_line,
-                        kind: s.kind.to_string(),
-                        name_path: f.name_path.clone(),
-                        signature: s.signature.clone(),
+                        signature: f.signature(),
+                        path: f.path,
+                        line: f.line,
+                        column: f.column,
+                        end_line: f.end_line,
+                        kind: f.kind.to_string(),
+                        name_path: f.name_path,
                         found_in: if imported { "imported" } else { "roots" }.into(),
                     },
                 )

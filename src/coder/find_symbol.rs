@@ -78,8 +78,11 @@ pub struct FindSymbolOutput {
     pub total: u32,
     /// Source files whose outline was consulted.
     pub files_scanned: u32,
-    /// True when the content index narrowed the files to those holding the name; false while it is building (every source file is read) or for a substring query.
-    pub indexed: bool,
+    /// How the matches were found: `symbol_index` (the symbol index, checked against every change before the answer), `content_index` (the files the content index says hold the name were parsed) or `scan` (every source file was parsed: a substring query, or no index ready).
+    pub served_by: String,
+    /// Why the symbol index did not answer (building, with its progress; off, with why).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Why matches were left out: `max_results` or `budget`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
@@ -92,9 +95,10 @@ pub fn def() -> FunctionDef {
          the top level, `foo[1]` the second overload; substring: true matches part of the \
          name), optionally path (a folder or file), kinds, include_body, max_results (default \
          50); get {matches: [{path, language, name, name_path, kind, line, column, end_line, \
-         signature, body?}], total, files_scanned, indexed, stop_reason?}, best first. Walks \
-         like coder::search (default excludes, the policy) and reads only the files the \
-         content index says hold the name. Lines are 1-based; columns are 1-based byte \
+         signature, body?}], total, files_scanned, served_by, note?, stop_reason?}, best \
+         first. Served by the symbol index once it is built (checked against every change \
+         first); before that, by parsing the files the content index says hold the name. \
+         Default excludes and the policy apply as in coder::search. Lines are 1-based; columns are 1-based byte \
          offsets in the line, as in coder::search.",
         Flags::NONE,
         |ctx: Ctx, req: FindSymbolInput| async move { find(&ctx, req).await },
@@ -106,29 +110,85 @@ async fn find(ctx: &Ctx, req: FindSymbolInput) -> Result<FindSymbolOutput, Failu
     source::check_kinds(&req.kinds)?;
     resolve_scope(ctx, req.base_dir.as_deref())?;
     let rt = ctx.runtime.clone();
-    let index = ctx.services.index.clone();
-    blocking(move || run(&rt, &index, &req, &pattern)).await
+    let services = ctx.services.clone();
+    blocking(move || run(&rt, &services, &req, &pattern)).await
 }
 
-/// Every match of `pattern` (blocking), ranked, before the caps.
+/// Every match of `pattern` (blocking), ranked, before the caps; the
+/// files consulted; and how they were found: from the symbol index
+/// (`Served::Index`), or by reading the files the content index admits for
+/// the name, or every source file (with why the symbol index did not
+/// answer).
 pub(crate) fn matches(
     rt: &Arc<crate::runtime::Runtime>,
-    index: &Arc<crate::index::Indexes>,
+    services: &crate::services::Services,
     path: Option<&str>,
     base_dir: Option<&str>,
     pattern: &Pattern,
     substring: bool,
     kinds: &[String],
-) -> Result<(Vec<Found>, u32, bool), Failure> {
+) -> Result<(Vec<Found>, u32, Served), Failure> {
+    let raw = path.unwrap_or(".");
+    let scope = base_dir
+        .map(|b| rt.policy.resolve_scope(b, crate::error::Surface::Coder))
+        .transpose()?;
+    let at = rt.policy.resolve_existing(
+        raw,
+        crate::error::Surface::Coder,
+        crate::policy::Tail::Follow,
+        scope.as_deref(),
+    )?;
+    let is_dir = at.loc().metadata().is_ok_and(|m| m.is_dir());
+    let why = if is_dir {
+        let from_index = services
+            .symbols
+            .with(&services.index, rt, &at, |t, lease, round| {
+                let root = lease.root_at();
+                let hits = t.find(round, pattern, substring, kinds);
+                let files = t.files_met(round).count() as u32;
+                let found: Vec<Found> = hits
+                    .into_iter()
+                    .filter_map(|(fid, si, np, _)| {
+                        let f = t.file(fid)?;
+                        let sym = &f.syms[si as usize];
+                        let parts: Vec<&str> = np.split('/').collect();
+                        Some(Found {
+                            rank: names::rank(pattern, &parts),
+                            path: source::shown(&root.path.join(&f.rel)),
+                            at: root.below(&f.rel),
+                            language: crate::code::lang::LANGS[f.lang as usize].name,
+                            name: t.name(sym.name).to_string(),
+                            kind: crate::code::lang::KINDS[sym.kind as usize],
+                            line: sym.line,
+                            column: sym.column,
+                            end_line: sym.end_line,
+                            start: sym.start as usize,
+                            signature: None,
+                            name_path: np,
+                        })
+                    })
+                    .collect();
+                (found, files)
+            });
+        match from_index {
+            Ok((mut found, files)) => {
+                sort(&mut found);
+                return Ok((found, files, Served::Index));
+            }
+            Err(crate::index::symbols::NotReady(why)) => Some(why),
+        }
+    } else {
+        None
+    };
     let search = super::search::SearchInput {
-        path: path.unwrap_or(".").to_string(),
+        path: raw.to_string(),
         base_dir: base_dir.map(str::to_string),
         ..super::search::SearchInput::files_only()
     };
     let word = if substring { "" } else { pattern.name() };
-    let (files, indexed) = super::search::candidate_files(
+    let (files, narrowed) = super::search::candidate_files(
         rt,
-        Some(index),
+        Some(&services.index),
         &search,
         word,
         Arc::new(AtomicBool::new(false)),
@@ -140,27 +200,51 @@ pub(crate) fn matches(
         let hits: Vec<Found> = o
             .matching(pattern, substring, kinds)
             .into_iter()
-            .map(|(i, np, _)| Found {
-                rank: names::rank(pattern, &np.split('/').collect::<Vec<_>>()),
-                path: raw.clone(),
-                at: at.clone(),
-                outline: o.clone(),
-                index: i,
-                name_path: np,
+            .map(|(i, np, _)| {
+                let s = &o.syms[i];
+                Found {
+                    rank: names::rank(pattern, &np.split('/').collect::<Vec<_>>()),
+                    path: raw.clone(),
+                    at: at.clone(),
+                    language: o.lang.lang.name,
+                    name: s.name.clone(),
+                    kind: s.kind,
+                    line: s.line,
+                    column: s.column,
+                    end_line: s.end_line,
+                    start: s.signature_at,
+                    signature: Some(s.signature.clone()),
+                    name_path: np,
+                }
             })
             .collect();
         Some(hits)
     });
     let scanned = found.iter().filter(|f| f.is_some()).count() as u32;
     let mut all: Vec<Found> = found.into_iter().flatten().flatten().collect();
-    all.sort_by(|a, b| {
-        (a.rank, &a.path, a.outline.syms[a.index].start).cmp(&(
-            b.rank,
-            &b.path,
-            b.outline.syms[b.index].start,
-        ))
-    });
-    Ok((all, scanned, indexed && !substring))
+    sort(&mut all);
+    let served = if narrowed && !substring {
+        Served::Narrowed(why)
+    } else {
+        Served::Scan(why)
+    };
+    Ok((all, scanned, served))
+}
+
+fn sort(found: &mut [Found]) {
+    found.sort_by(|a, b| (a.rank, &a.path, a.line).cmp(&(b.rank, &b.path, b.line)));
+}
+
+/// How matches were found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Served {
+    /// From the symbol index, checked against the disk's changes.
+    Index,
+    /// By reading the files the content index admits for the name (why
+    /// the symbol index did not answer, when it was asked).
+    Narrowed(Option<String>),
+    /// By reading every source file.
+    Scan(Option<String>),
 }
 
 /// A match, with what answers need of it.
@@ -168,20 +252,62 @@ pub(crate) struct Found {
     rank: (u8, usize),
     pub path: String,
     pub at: crate::policy::Resolved,
-    pub outline: Arc<crate::code::outline::Outline>,
-    pub index: usize,
+    pub language: &'static str,
+    pub name: String,
     pub name_path: String,
+    pub kind: &'static str,
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    /// Byte where its signature line starts.
+    pub start: usize,
+    /// Known when the file was parsed for this answer; read from the file
+    /// otherwise ([`Found::signature`]).
+    signature: Option<String>,
+}
+
+impl Found {
+    /// The declaration's first line: from the parse, or read from the file
+    /// (its stamp was checked by this answer's replay).
+    pub fn signature(&self) -> String {
+        if let Some(s) = &self.signature {
+            return s.clone();
+        }
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; 512];
+        let n = self
+            .at
+            .loc()
+            .open_read()
+            .and_then(|f| f.read_at(&mut buf, self.start as u64))
+            .unwrap_or(0);
+        crate::code::outline::signature(&buf[..n], 0)
+    }
+
+    /// Its text (whole lines with its leading comments and decorators),
+    /// from the file as it is now: `None` when the file no longer has it
+    /// at that line.
+    pub fn body(&self, max_read: u64) -> Option<String> {
+        let src = source::read(&self.path, &self.at, max_read).ok()?;
+        let o = source::outline_of(&src).ok()?;
+        let s = o
+            .syms
+            .iter()
+            .find(|s| s.line == self.line && s.column == self.column && s.name == self.name)?;
+        let (a, b) = source::line_span(&src.bytes, s.lead, s.end);
+        Some(String::from_utf8_lossy(&src.bytes[a..b]).into_owned())
+    }
 }
 
 fn run(
     rt: &Arc<crate::runtime::Runtime>,
-    index: &Arc<crate::index::Indexes>,
+    services: &crate::services::Services,
     req: &FindSymbolInput,
     pattern: &Pattern,
 ) -> Result<FindSymbolOutput, Failure> {
-    let (all, files_scanned, indexed) = matches(
+    let (all, files_scanned, served) = matches(
         rt,
-        index,
+        services,
         req.path.as_deref(),
         req.base_dir.as_deref(),
         pattern,
@@ -202,31 +328,21 @@ fn run(
             stop_reason = Some("max_results".to_string());
             break;
         }
-        let s = &f.outline.syms[f.index];
-        let body = if req.include_body {
-            source::read(&f.path, &f.at, max_read).ok().and_then(|src| {
-                // the outline is of these bytes only if they parse the same
-                let o = source::outline_of(&src).ok()?;
-                let same = o.syms.get(f.index)?;
-                (same.name == s.name && same.start == s.start).then(|| {
-                    let (a, b) = source::line_span(&src.bytes, same.lead, same.end);
-                    String::from_utf8_lossy(&src.bytes[a..b]).into_owned()
-                })
-            })
-        } else {
-            None
-        };
         let m = SymbolMatch {
             path: f.path.clone(),
-            language: f.outline.lang.lang.name.to_string(),
-            name: s.name.clone(),
+            language: f.language.to_string(),
+            name: f.name.clone(),
             name_path: f.name_path.clone(),
-            kind: s.kind.to_string(),
-            line: s.line,
-            column: s.column,
-            end_line: s.end_line,
-            signature: s.signature.clone(),
-            body,
+            kind: f.kind.to_string(),
+            line: f.line,
+            column: f.column,
+            end_line: f.end_line,
+            signature: f.signature(),
+            body: if req.include_body {
+                f.body(max_read)
+            } else {
+                None
+            },
         };
         let n = source::json_len(&m) + 1;
         if used + n > budget {
@@ -240,7 +356,16 @@ fn run(
         matches: out,
         total,
         files_scanned,
-        indexed,
+        served_by: match &served {
+            Served::Index => "symbol_index",
+            Served::Narrowed(_) => "content_index",
+            Served::Scan(_) => "scan",
+        }
+        .into(),
+        note: match served {
+            Served::Index => None,
+            Served::Narrowed(why) | Served::Scan(why) => why,
+        },
         stop_reason,
     })
 }

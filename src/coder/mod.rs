@@ -6,6 +6,11 @@
 //! blocking pool ([`blocking`]). Writes go through [`crate::jail::atomic`].
 
 pub mod change_diff;
+/// The code-intelligence functions together, on a worker's services.
+#[cfg(test)]
+mod code_tests {
+    mod tests;
+}
 pub mod create_file;
 pub mod definition;
 pub mod delete_file;

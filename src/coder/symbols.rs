@@ -79,15 +79,7 @@ pub struct FileSymbols {
     /// Why a file has no symbols (no language, too large).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-}
-
-/// A file's answer.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FileAnswer {
-    #[serde(flatten)]
-    pub file: FileSymbols,
-    /// How the answer was shortened to fit `max_answer_bytes`.
+    /// A file's answer: how it was shortened to fit `max_answer_bytes` (a folder's answer says it once, beside `files`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub degraded: Option<String>,
 }
@@ -113,7 +105,7 @@ pub struct FolderAnswer {
 #[serde(untagged)]
 #[schemars(title = "SymbolsOutput")]
 pub enum SymbolsOutput {
-    File(FileAnswer),
+    File(FileSymbols),
     Folder(FolderAnswer),
 }
 
@@ -194,7 +186,7 @@ fn file(
     rt: &crate::runtime::Runtime,
     at: &crate::policy::Resolved,
     req: SymbolsInput,
-) -> Result<FileAnswer, Failure> {
+) -> Result<FileSymbols, Failure> {
     let src = source::read(&req.path, at, rt.config.fs.max_read_bytes)?;
     let path = source::shown(&at.path);
     let budget = budget(&req);
@@ -203,16 +195,14 @@ fn file(
         Err(n) => (None, Some(n)),
     };
     let Some(o) = outline else {
-        return Ok(FileAnswer {
-            file: FileSymbols {
-                path,
-                language: src.lang.map(|l| l.lang.name.to_string()),
-                revision: src.revision,
-                has_errors: false,
-                count: 0,
-                symbols: Vec::new(),
-                note,
-            },
+        return Ok(FileSymbols {
+            path,
+            language: src.lang.map(|l| l.lang.name.to_string()),
+            revision: src.revision,
+            has_errors: false,
+            count: 0,
+            symbols: Vec::new(),
+            note,
             degraded: None,
         });
     };
@@ -220,16 +210,14 @@ fn file(
     let count = counted(&o, &req.kinds);
     let mut last = None;
     for (detail, degraded) in ladder(depth, req.include_body) {
-        let answer = FileAnswer {
-            file: FileSymbols {
-                path: path.clone(),
-                language: Some(o.lang.lang.name.to_string()),
-                revision: src.revision.clone(),
-                has_errors: o.has_errors,
-                count,
-                symbols: source::tree(&o, &src.bytes, detail, &req.kinds),
-                note: None,
-            },
+        let answer = FileSymbols {
+            path: path.clone(),
+            language: Some(o.lang.lang.name.to_string()),
+            revision: src.revision.clone(),
+            has_errors: o.has_errors,
+            count,
+            symbols: source::tree(&o, &src.bytes, detail, &req.kinds),
+            note: None,
             degraded,
         };
         if source::json_len(&answer) <= budget {
@@ -239,7 +227,7 @@ fn file(
     }
     // not even the top level's names fit: the count alone
     let mut answer = last.expect("the ladder has steps");
-    answer.file.symbols.clear();
+    answer.symbols.clear();
     answer.degraded = Some(format!(
         "even the top level's names are over max_answer_bytes ({budget}): count only; ask for \
          kinds, or raise max_answer_bytes"
@@ -322,6 +310,7 @@ fn folder(
                 symbols: detail
                     .map_or_else(Vec::new, |d| source::tree(o, &src.bytes, d, &req.kinds)),
                 note: None,
+                degraded: None,
             })
             .collect()
     };

@@ -37,6 +37,7 @@
 pub mod filter;
 pub mod persist;
 pub mod query;
+pub mod symbols;
 pub mod tree;
 
 use crate::jail::dir::{self, Kind};
@@ -337,6 +338,18 @@ impl Indexes {
         None
     }
 
+    /// Wait while searches run (up to [`MAX_PAUSE`], then read for
+    /// [`PAUSE_FREE`]): how background work beside the index (the symbol
+    /// index's build) gives way, as the index's own build does.
+    pub fn give_way(&self, free_until: &mut Option<std::time::Instant>) {
+        self.quiet.wait(free_until);
+    }
+
+    /// Whether this process builds indexes (not a one-shot `ide call`).
+    pub fn builds(&self) -> bool {
+        !self.no_builds
+    }
+
     /// Mark a search as running until the guard is dropped: while any runs,
     /// builds read no file (they resume when the last one ends), so a build
     /// takes neither CPU, nor disk, nor cache from a search.
@@ -426,6 +439,11 @@ impl Indexes {
 }
 
 impl Lease {
+    /// The indexed root, as the policy resolved it.
+    pub fn root_at(&self) -> &Resolved {
+        &self.ix().root_at
+    }
+
     fn ix(&self) -> &RootIndex {
         match &*self.guard {
             State::Ready(ix) => ix,
@@ -618,25 +636,29 @@ pub fn saved_dir(rt: &Runtime) -> PathBuf {
     rt.turns_dir.join("search-index")
 }
 
-/// The state directory of saved indexes, created if missing: refused when
+/// A state directory of saved indexes, created if missing: refused when
 /// it is a symbolic link (it could lead anywhere, a workspace root too).
-fn saved_anchor(rt: &Runtime) -> std::io::Result<crate::jail::Anchor> {
-    let dir = saved_dir(rt);
-    if std::fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+fn anchor_of(dir: &Path) -> std::io::Result<crate::jail::Anchor> {
+    if std::fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) {
         return Err(std::io::Error::other(format!(
             "{} is not a directory (a link?): saved indexes are not read or written there",
             dir.display()
         )));
     }
-    crate::jail::Anchor::create(&dir)
+    crate::jail::Anchor::create(dir)
 }
 
 /// Remove `root`'s saved index, if any.
 fn forget(rt: &Runtime, root: &Path) {
-    let Ok(anchor) = saved_anchor(rt) else {
+    forget_in(&saved_dir(rt), &persist::file_name(root));
+}
+
+/// Remove the saved file `name` of the state directory `dir`, if any.
+pub(crate) fn forget_in(dir: &Path, name: &str) {
+    let Ok(anchor) = anchor_of(dir) else {
         return;
     };
-    if let Some(loc) = anchor.locate(&anchor.path().join(persist::file_name(root))) {
+    if let Some(loc) = anchor.locate(&anchor.path().join(name)) {
         if let Ok(parent) = loc.parent() {
             let _ = parent.unlink();
         }
@@ -646,15 +668,25 @@ fn forget(rt: &Runtime, root: &Path) {
 /// The saved index of `root`, when there is one that every check passes;
 /// why not otherwise (`Ok(None)`: none saved).
 fn load(rt: &Runtime, root: &Path, budget: usize) -> Result<Option<persist::Loaded>, String> {
+    // a saved index holds less than the index in memory
+    let cap = (budget as u64).saturating_mul(2).saturating_add(1 << 20);
+    match read_saved(&saved_dir(rt), &persist::file_name(root), cap)? {
+        None => Ok(None),
+        Some(bytes) => persist::decode(root, &bytes).map(Some),
+    }
+}
+
+/// The bytes of the saved file `name` in the state directory `dir`, at
+/// most `cap`: only a regular file of this worker's user that no one else
+/// may write is read (`Ok(None)`: none saved).
+pub(crate) fn read_saved(dir: &Path, name: &str, cap: u64) -> Result<Option<Vec<u8>>, String> {
     use std::os::unix::fs::MetadataExt;
-    let dir = saved_dir(rt);
-    let path = dir.join(persist::file_name(root));
-    if std::fs::symlink_metadata(&path).is_err() {
+    if std::fs::symlink_metadata(dir.join(name)).is_err() {
         return Ok(None);
     }
-    let anchor = saved_anchor(rt).map_err(|e| e.to_string())?;
+    let anchor = anchor_of(dir).map_err(|e| e.to_string())?;
     let loc = anchor
-        .locate(&anchor.path().join(persist::file_name(root)))
+        .locate(&anchor.path().join(name))
         .ok_or("not in the state directory")?;
     let file = loc.open_read().map_err(|e| e.to_string())?;
     let md = file.metadata().map_err(|e| e.to_string())?;
@@ -669,19 +701,27 @@ fn load(rt: &Runtime, root: &Path, budget: usize) -> Result<Option<persist::Load
             md.mode() & 0o7777
         ));
     }
-    // a saved index holds less than the index in memory
-    let cap = (budget as u64).saturating_mul(2).saturating_add(1 << 20);
     let mut buf = Vec::new();
-    let bytes = read_capped(&file, md.len().min(cap), cap, &mut buf)
-        .ok_or_else(|| format!("{} bytes, over the {cap} a saved index may have", md.len()))?;
-    persist::decode(root, bytes).map(Some)
+    if read_capped(&file, md.len().min(cap), cap, &mut buf).is_none() {
+        return Err(format!(
+            "{} bytes, over the {cap} a saved index may have",
+            md.len()
+        ));
+    }
+    Ok(Some(buf))
 }
 
 /// Save `bytes` as `root`'s index, atomically.
 fn store(rt: &Runtime, root: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let anchor = saved_anchor(rt)?;
+    store_in(&saved_dir(rt), &persist::file_name(root), bytes)
+}
+
+/// Save `bytes` as the file `name` of the state directory `dir`,
+/// atomically, readable by this worker's user only.
+pub(crate) fn store_in(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let anchor = anchor_of(dir)?;
     let loc = anchor
-        .locate(&anchor.path().join(persist::file_name(root)))
+        .locate(&anchor.path().join(name))
         .ok_or_else(|| std::io::Error::other("not in the state directory"))?;
     // what a save killed between its link and its rename left behind
     if let Some(here) = anchor.locate(anchor.path()) {

@@ -204,3 +204,57 @@ fn one_node_defining_several_names_gives_each_and_parents_none() {
     has(&all, "S/x", "field", 2);
     has(&all, "S/y", "field", 2);
 }
+
+#[test]
+fn c_definitions_behind_macros_the_grammar_cannot_expand() {
+    let src = "typedef EGLBoolean (EGLAPIENTRYP PFNEGLWAITGLPROC) (void);\ntypedef EGLContext (EGLAPIENTRYP PFNEGLCREATECONTEXTPROC) (EGLDisplay dpy, EGLConfig config, const EGLint *attrib_list);\nDECLARE_ASN1_FUNCTIONS(X)\ntypedef struct ossl_msg_st OSSL_MSG;\nstatic GPG_ERR_INLINE gpg_error_t\ngpg_error (gpg_err_code_t code)\n{\n  return 0;\n}\ntypedef unsigned long size_t;\n";
+    let all = paths("c", src);
+    has(&all, "PFNEGLWAITGLPROC", "type", 1);
+    has(&all, "PFNEGLCREATECONTEXTPROC", "type", 2);
+    has(&all, "OSSL_MSG", "type", 4);
+    has(&all, "gpg_error", "function", 6);
+    has(&all, "size_t", "type", 10);
+    // the parameters, the return type and the swallowed keyword are no
+    // definitions
+    for wrong in ["attrib_list", "const", "EGLint", "gpg_error_t", "typedef"] {
+        assert!(all.iter().all(|(p, ..)| p != wrong), "{wrong} in {all:#?}");
+    }
+}
+
+// TEMP-DEBUG (removed before the end)
+#[test]
+fn zz_dump_tree() {
+    let (Ok(l), Ok(src)) = (std::env::var("DUMP_LANG"), std::env::var("DUMP_SRC")) else {
+        return;
+    };
+    let lang = lang::by_name(&l).unwrap();
+    let tree = parse(lang, src.as_bytes()).unwrap();
+    fn walk(n: tree_sitter::Node<'_>, depth: usize, field: Option<&str>, src: &str) {
+        let text = &src[n.byte_range()];
+        let text: String = text.chars().take(60).collect();
+        eprintln!(
+            "{}{}{} {:?} [{}]",
+            "  ".repeat(depth),
+            field.map(|f| format!("{f}: ")).unwrap_or_default(),
+            n.kind(),
+            text,
+            n.start_position().row + 1
+        );
+        let mut c = n.walk();
+        for (i, ch) in n.children(&mut c).enumerate() {
+            if ch.is_named() {
+                walk(ch, depth + 1, n.field_name_for_child(i as u32), src);
+            }
+        }
+    }
+    walk(tree.root_node(), 0, None, &src);
+    let o = outline(lang, src.as_bytes()).unwrap();
+    for i in 0..o.syms.len() {
+        eprintln!(
+            "SYM {} {} {}",
+            o.name_path(i),
+            o.syms[i].kind,
+            o.syms[i].line
+        );
+    }
+}
