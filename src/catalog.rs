@@ -37,6 +37,7 @@ impl Catalog {
             crate::coder::find_symbol::def(),
             crate::coder::references::def(),
             crate::coder::definition::def(),
+            crate::coder::map::def(),
             crate::coder::change_diff::def(),
             crate::turns::list::def(),
             crate::turns::revert::def(),

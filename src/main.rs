@@ -238,7 +238,7 @@ async fn mcp(config: &Path, options: ide::mcp::Options) -> ExitCode {
     let services = Services::standalone(runtime);
     // a long-lived process: the search indexes saved by the worker (or the
     // last `ide mcp`) on this configuration come back in the background
-    services.index.resume(&services.live.snapshot());
+    services.resume_indexes();
     let backend = std::sync::Arc::new(ide::mcp::InProcess(services));
     serve_mcp(backend, &options).await
 }

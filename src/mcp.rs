@@ -134,6 +134,7 @@ pub fn hints(id: &str) -> Option<Hints> {
         | "coder::find-symbol"
         | "coder::references"
         | "coder::definition"
+        | "coder::map"
         | "coder::change-diff"
         | "shell::turns::list"
         | "shell::status"

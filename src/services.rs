@@ -67,6 +67,14 @@ impl Services {
         Arc::new(s)
     }
 
+    /// Bring back, in the background, the indexes the last run of this
+    /// configuration saved (the search index, then the symbol index).
+    pub fn resume_indexes(&self) {
+        let rt = self.live.snapshot();
+        self.index.resume(&rt);
+        self.symbols.resume(&self.index, &rt);
+    }
+
     /// Stop everything the services own (called on worker shutdown):
     /// every running command's process group and every terminal session
     /// is killed and reaped, and every watcher of the change feed stops.

@@ -568,23 +568,205 @@ type Def = (usize, String, u64);
 /// differences; the kind is not compared).
 type Defs = std::collections::BTreeMap<Def, String>;
 
+/// A name as compared: without blanks, and without the `#` of a
+/// JavaScript private name (ctags drops it).
 fn squeeze(name: &str) -> String {
-    name.chars().filter(|c| !c.is_whitespace()).collect()
+    name.trim_start_matches('#')
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect()
 }
 
-/// ctags's definitions of the compared kinds in `files`.
-fn ctags_defs(spec: &CtagsSpec, files: &[PathBuf]) -> Defs {
-    let index: std::collections::HashMap<&Path, usize> = files
+/// Whether a language is JavaScript or TypeScript, whose comparison
+/// leaves out what [`ctags_ecma_left_out`] and [`ide_ecma_left_out`] say.
+fn is_ecma(spec: &CtagsSpec) -> bool {
+    matches!(spec.lang, "javascript" | "typescript")
+}
+
+/// The source line of a ctags tag (its `pattern`, `/^…$/`, unescaped).
+fn tag_line(v: &Value) -> String {
+    let p = v["pattern"].as_str().unwrap_or_default();
+    let p = p.strip_prefix("/^").unwrap_or(p);
+    let p = p
+        .strip_suffix("$/")
+        .or_else(|| p.strip_suffix('/'))
+        .unwrap_or(p);
+    p.replace("\\/", "/").replace("\\\\", "\\")
+}
+
+/// A ctags JavaScript/TypeScript `class` that is an object literal
+/// (`x = {`, `key: {`, `exports.default = {`): its line has no `class`.
+/// (A class ctags makes of `X.prototype.m = ..` lines is not one.)
+fn ctags_object_literal(v: &Value) -> bool {
+    let line = tag_line(v);
+    v["kind"] == "class"
+        && !regex::Regex::new(r"\bclass\b").unwrap().is_match(&line)
+        && !line.contains(".prototype")
+}
+
+/// A top-level `const X = {..}` (`export const` too): ctags's class, and
+/// ide's constant, compared as one definition (its keys are not).
+fn ctags_top_const(v: &Value) -> bool {
+    let name = regex::escape(v["name"].as_str().unwrap_or_default());
+    regex::Regex::new(&format!(r"^(export\s+)?const\s+{name}\s*="))
+        .unwrap()
+        .is_match(&tag_line(v))
+}
+
+/// What ctags reports in JavaScript and TypeScript that the comparison
+/// leaves out (ARCHITECTURE.md, "Definitions against universal-ctags"):
+/// object literals and their keys (`objects`: the full names of the
+/// file's object literals), the class it makes of `X.prototype.m = ..`
+/// lines, prototype properties that are no functions, the own name of a
+/// function expression, and a variable holding what an immediately
+/// invoked function returns.
+fn ctags_ecma_left_out(v: &Value, objects: &BTreeSet<String>) -> bool {
+    let name = v["name"].as_str().unwrap_or_default();
+    let kind = v["kind"].as_str().unwrap_or_default();
+    let line = tag_line(v);
+    if ctags_object_literal(v) && !ctags_top_const(v) {
+        return true;
+    }
+    if let Some(scope) = v["scope"].as_str()
+        && objects
+            .iter()
+            .any(|o| scope == o || scope.starts_with(&format!("{o}.")))
+    {
+        return true;
+    }
+    if kind == "class" && line.contains(".prototype") {
+        return true;
+    }
+    let esc = regex::escape(name);
+    let re = |p: &str| regex::Regex::new(&p.replace("NAME", &esc)).unwrap();
+    // `X.prototype.p = 0;`: a property, which ctags calls a method
+    if let Some(m) = re(r"\.prototype\.NAME\s*=\s*").find(&line) {
+        let rest = line[m.end()..].trim_start();
+        let function = ["function", "async", "(", "class"]
+            .iter()
+            .any(|f| rest.starts_with(f))
+            || re(r"^[\w$]+\s*=>").is_match(rest);
+        if !function {
+            return true;
+        }
+    }
+    if kind == "function" || kind == "method" {
+        // `return function f() {..}`, `x = function f() {..}`: the name is
+        // bound inside the function only
+        if let Some(m) = re(r"(^|[^\w$.])function\s*\*?\s*NAME\s*[(<]").find(&line) {
+            let at = m.start() + m.as_str().find("function").unwrap_or(0);
+            let before = line[..at].trim_end();
+            let before = before.strip_suffix("async").unwrap_or(before).trim_end();
+            let before = before.strip_suffix("default").unwrap_or(before).trim_end();
+            let before = before.strip_suffix("export").unwrap_or(before).trim_end();
+            let before = before.strip_suffix("declare").unwrap_or(before).trim_end();
+            if !before.is_empty() {
+                return true;
+            }
+        }
+        // `var X = /** @class */ (function () {..}())`: the value is what
+        // the function returns (TypeScript's ES5 classes)
+        if re(r"\bNAME\s*=\s*(/\*.*?\*/\s*)?\(\s*function\b").is_match(&line) {
+            return true;
+        }
+    }
+    false
+}
+
+/// What ide reports in JavaScript and TypeScript that the comparison
+/// leaves out: object-literal methods (a method whose parent is no class
+/// or interface and that names no owner), arrow functions held by a
+/// variable inside a function (ctags reports no local variables), the
+/// overloads of a function after its first signature (ctags reports the
+/// first), and constants whose name's line does not start at column 1
+/// (the rule ctags's output forces on its side).
+fn ide_ecma_left_out(o: &ide::code::outline::Outline, i: usize, text: &[u8]) -> bool {
+    let s = &o.syms[i];
+    let parent = s.parent.map(|p| &o.syms[p as usize]);
+    let parent_kind = parent.map(|p| p.kind).unwrap_or_default();
+    if matches!(s.kind, "method" | "constructor")
+        && s.owner.is_none()
+        && !matches!(parent_kind, "class" | "interface")
+    {
+        return true;
+    }
+    // ctags reports nothing of a class from a method named `get` or `set`
+    // on (it reads the name as an accessor's keyword and loses the class)
+    let mut class = s.parent;
+    while let Some(c) = class.filter(|c| o.syms[*c as usize].kind != "class") {
+        class = o.syms[c as usize].parent;
+    }
+    if let Some(c) = class
+        && o.syms.iter().any(|m| {
+            m.parent == Some(c)
+                && m.kind == "method"
+                && matches!(m.name.as_str(), "get" | "set")
+                && m.name_start <= s.name_start
+        })
+    {
+        return true;
+    }
+    let rest = || String::from_utf8_lossy(&text[s.name_end..s.end.max(s.name_end)]).into_owned();
+    let declared = ["let ", "const ", "var "]
         .iter()
-        .enumerate()
-        .map(|(i, f)| (f.as_path(), i))
-        .collect();
-    let mut child = Command::new("ctags")
-        .arg("--output-format=json")
+        .any(|k| s.signature.starts_with(k));
+    if s.kind == "function"
+        && declared
+        && matches!(parent_kind, "function" | "method" | "constructor")
+    {
+        // the value after `=` (not an `=>` of a type annotation)
+        let r = rest();
+        let value = r
+            .match_indices('=')
+            .find(|(i, _)| !r[i + 1..].starts_with('>'))
+            .map(|(i, _)| r[i + 1..].trim_start());
+        if value.is_some_and(|v| !v.starts_with("function") && !v.starts_with("async function")) {
+            return true;
+        }
+    }
+    if matches!(s.kind, "function" | "method") {
+        let earlier = o.syms[..i].iter().rev().find(|e| {
+            e.name == s.name && e.parent == s.parent && matches!(e.kind, "function" | "method")
+        });
+        if earlier.is_some_and(|e| {
+            !String::from_utf8_lossy(&text[e.start..e.end])
+                .trim_end()
+                .ends_with('}')
+        }) {
+            return true;
+        }
+    }
+    if s.kind == "constant" {
+        let line_start = text[..s.name_start]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |p| p + 1);
+        if text
+            .get(line_start)
+            .is_some_and(|b| b.is_ascii_whitespace())
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// A minified bundle: a line over 1 000 characters.
+fn minified(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|t| t.split(|b| *b == b'\n').any(|l| l.len() > 1000))
+}
+
+/// ctags on `files` (JSON on stdout), with only `kinds` if given.
+fn run_ctags(spec: &CtagsSpec, files: &[PathBuf], kinds: Option<&str>) -> std::process::Output {
+    let mut cmd = Command::new("ctags");
+    cmd.arg("--output-format=json")
         .args(["--fields=+nKZ", "--sort=no"])
-        .arg(format!("--language-force={}", spec.ctags))
+        .arg(format!("--language-force={}", spec.ctags));
+    if let Some(kinds) = kinds {
         // exactly these kinds (`-*` is not understood by ctags 5.9)
-        .arg(format!("--kinds-{}={}", spec.ctags, spec.kinds))
+        cmd.arg(format!("--kinds-{}={kinds}", spec.ctags));
+    }
+    let mut child = cmd
         .args(["-f", "-", "-L", "-"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -604,11 +786,51 @@ fn ctags_defs(spec: &CtagsSpec, files: &[PathBuf]) -> Defs {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut defs = Defs::new();
-    for v in json_lines(&out.stdout) {
-        if v["_type"] != "tag" {
-            continue;
+    out
+}
+
+/// ctags's definitions of the compared kinds in `files`, and the files
+/// where ctags warned that it ignored a tag with an empty name (its
+/// parser read that file wrong: JavaScript's `for (a;;)`, a `#private;`
+/// field declaration).
+fn ctags_defs(spec: &CtagsSpec, files: &[PathBuf]) -> (Defs, BTreeSet<usize>) {
+    let index: std::collections::HashMap<&Path, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.as_path(), i))
+        .collect();
+    let out = run_ctags(spec, files, Some(spec.kinds));
+    // the warnings come with every kind asked for (a null tag is often of
+    // a kind the comparison leaves out)
+    let every_kind = run_ctags(spec, files, None);
+    let warned: BTreeSet<usize> = String::from_utf8_lossy(&every_kind.stderr)
+        .lines()
+        .filter_map(|l| l.strip_prefix("ctags: Warning: ignoring null tag in "))
+        .filter_map(|l| l.rsplit_once("(line:"))
+        .filter_map(|(path, _)| index.get(Path::new(path)).copied())
+        .collect();
+    let tags: Vec<Value> = json_lines(&out.stdout)
+        .into_iter()
+        .filter(|v| v["_type"] == "tag")
+        .collect();
+    // per file, the full names of the object literals ctags calls classes
+    let mut objects: std::collections::HashMap<&str, BTreeSet<String>> = Default::default();
+    if is_ecma(spec) {
+        for v in tags.iter().filter(|v| ctags_object_literal(v)) {
+            let name = v["name"].as_str().unwrap_or_default();
+            let full = match v["scope"].as_str() {
+                Some(s) => format!("{s}.{name}"),
+                None => name.to_string(),
+            };
+            objects
+                .entry(v["path"].as_str().unwrap_or_default())
+                .or_default()
+                .insert(full);
         }
+    }
+    let none = BTreeSet::new();
+    let mut defs = Defs::new();
+    for v in &tags {
         let name = v["name"].as_str().unwrap_or_default();
         let kind = v["kind"].as_str().unwrap_or_default();
         // names ctags makes up for anonymous types
@@ -625,6 +847,10 @@ fn ctags_defs(spec: &CtagsSpec, files: &[PathBuf]) -> Defs {
         if spec.top_only.contains(&kind) && (!top || (spec.top_at_column_1 && indented)) {
             continue;
         }
+        let path = v["path"].as_str().unwrap_or_default();
+        if is_ecma(spec) && ctags_ecma_left_out(v, objects.get(path).unwrap_or(&none)) {
+            continue;
+        }
         let Some(&file) = index.get(Path::new(v["path"].as_str().unwrap_or_default())) else {
             continue;
         };
@@ -633,7 +859,7 @@ fn ctags_defs(spec: &CtagsSpec, files: &[PathBuf]) -> Defs {
             kind.to_string(),
         );
     }
-    defs
+    (defs, warned)
 }
 
 /// ide's definitions of the compared kinds in `files`, and the files
@@ -652,8 +878,11 @@ fn ide_ctags_defs(spec: &CtagsSpec, files: &[PathBuf]) -> (Defs, BTreeSet<usize>
         if !o.has_errors {
             clean.insert(i);
         }
-        for s in &o.syms {
+        for (j, s) in o.syms.iter().enumerate() {
             if !spec.ide_kinds.contains(&s.kind) || (s.kind == "constant" && s.parent.is_some()) {
+                continue;
+            }
+            if is_ecma(spec) && ide_ecma_left_out(&o, j, &text) {
                 continue;
             }
             defs.insert((i, squeeze(&s.name), u64::from(s.line)), s.kind.to_string());
@@ -713,15 +942,23 @@ fn compare_with_ctags(spec: &CtagsSpec) -> Result<(usize, usize, f64, f64), Stri
             // ide's C grammar both misread them)
             all.retain(|f| !f.to_string_lossy().ends_with(".h") || !looks_like_cpp(f));
         }
+        if is_ecma(spec) {
+            // bundles no one outlines (as `.min.js`)
+            all.retain(|f| !minified(f));
+        }
         sample(all, step(), cap)
     };
     if files.is_empty() {
         return Err(format!("no {} sources on this machine", spec.lang));
     }
-    let truth_kinds = ctags_defs(spec, &files);
+    let (truth_kinds, warned) = ctags_defs(spec, &files);
     let (found_kinds, clean) = ide_ctags_defs(spec, &files);
     let lost = ctags_lost(&truth_kinds, &found_kinds, &clean);
     let lost_defs = found_kinds.keys().filter(|d| lost.contains(&d.0)).count();
+    let warned: BTreeSet<usize> = warned.difference(&lost).copied().collect();
+    let warned_defs = found_kinds.keys().filter(|d| warned.contains(&d.0)).count();
+    // both kinds of file are left out of both sides
+    let lost: BTreeSet<usize> = lost.union(&warned).copied().collect();
     let truth: BTreeSet<&Def> = truth_kinds
         .keys()
         .filter(|d| !lost.contains(&d.0))
@@ -735,12 +972,14 @@ fn compare_with_ctags(spec: &CtagsSpec) -> Result<(usize, usize, f64, f64), Stri
     let precision = both as f64 / found.len().max(1) as f64;
     eprintln!(
         "{} vs ctags: {} files, {} definitions (ide {}), recall {recall:.4}, precision {precision:.4}; \
-         left out: {} files where ctags stopped early ({lost_defs} ide definitions)",
+         left out: {} files where ctags stopped early ({lost_defs} ide definitions), \
+         {} where it warned of a null tag ({warned_defs} ide definitions)",
         spec.lang,
         files.len() - lost.len(),
         truth.len(),
         found.len(),
-        lost.len(),
+        lost.len() - warned.len(),
+        warned.len(),
     );
     // IDE_ORACLE_DUMP=<folder>: every difference, for reading
     if let Ok(dir) = std::env::var("IDE_ORACLE_DUMP") {

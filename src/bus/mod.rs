@@ -214,7 +214,7 @@ async fn start(
     tracing::info!(functions = catalog.iter().count(), "ide serving");
     sweep_staging(&services);
     // the search indexes saved by the last run come back in the background
-    services.index.resume(&services.live.snapshot());
+    services.resume_indexes();
     Ok(services)
 }
 

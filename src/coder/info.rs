@@ -87,6 +87,8 @@ pub struct InfoOutput {
     pub conventions: Vec<&'static str>,
     /// The content index that lets `coder::search` skip files that cannot match: its budget, and where each root searched so far stands.
     pub search_index: SearchIndex,
+    /// Code intelligence: the languages parsed (coder::symbols, find-symbol, definition, references, map, symbol edits) and where each root's symbol index stands.
+    pub code: CodeInfo,
     /// Default working directory of commands (`working_dir` resolved against the worker's cwd, or the worker's cwd).
     pub working_dir: String,
     /// Worker version.
@@ -150,6 +152,102 @@ pub enum IndexState {
     Off,
 }
 
+/// Code intelligence.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CodeInfo {
+    /// Each language ide parses with tree-sitter (no server to install).
+    pub languages: Vec<LanguageInfo>,
+    /// Files parsed up to this size in bytes; a larger one gets a note and no symbols.
+    pub max_parse_bytes: u64,
+    /// Each root's symbol index (built after its content index, by the first coder::find-symbol or coder::map), most recently used last. Before it is ready, those functions parse the files (and say so in `served_by`/`note`).
+    pub symbol_index: Vec<SymbolIndexRoot>,
+}
+
+/// One language.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LanguageInfo {
+    /// As answers name it (`language`).
+    pub name: String,
+    /// File extensions, without the dot.
+    pub extensions: Vec<String>,
+    /// Interpreters of a `#!` line that make an extensionless file this language.
+    pub shebangs: Vec<String>,
+    /// What works: outline, find_symbol, definition, references, symbol_edits, map (all structural, `precision: "syntactic"`).
+    pub supports: Vec<String>,
+}
+
+/// Where one root's symbol index stands.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SymbolIndexRoot {
+    pub root: String,
+    pub state: IndexState,
+    /// Source files and their definitions held.
+    pub files: u64,
+    pub symbols: u64,
+    /// Bytes of memory held (counted against `search_index.max_bytes`).
+    pub bytes: u64,
+    /// While building: files parsed of files to parse.
+    pub progress: Option<[u64; 2]>,
+    /// Files the last build took from the index saved in the state directory (a restart parses only what changed).
+    pub restored_files: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+fn index_state(phase: crate::index::Phase) -> IndexState {
+    use crate::index::Phase;
+    match phase {
+        Phase::None => IndexState::None,
+        Phase::Building => IndexState::Building,
+        Phase::Ready => IndexState::Ready,
+        Phase::Off => IndexState::Off,
+    }
+}
+
+fn code_info(ctx: &Ctx) -> CodeInfo {
+    let languages = crate::code::lang::LANGS
+        .iter()
+        .map(|l| LanguageInfo {
+            name: l.name.into(),
+            extensions: l.extensions.iter().map(|e| e.to_string()).collect(),
+            shebangs: l.shebangs.iter().map(|e| e.to_string()).collect(),
+            supports: [
+                "outline",
+                "find_symbol",
+                "definition",
+                "references",
+                "symbol_edits",
+                "map",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        })
+        .collect();
+    let symbol_index = ctx
+        .services
+        .symbols
+        .describe()
+        .into_iter()
+        .map(|(root, st)| SymbolIndexRoot {
+            root: root.display().to_string(),
+            state: index_state(st.phase),
+            files: st.files as u64,
+            symbols: st.symbols as u64,
+            bytes: st.bytes as u64,
+            progress: (st.phase == crate::index::Phase::Building)
+                .then_some([st.done as u64, st.total as u64]),
+            restored_files: st.reused as u64,
+            why: st.why,
+        })
+        .collect();
+    CodeInfo {
+        languages,
+        max_parse_bytes: crate::code::outline::MAX_PARSE_BYTES as u64,
+        symbol_index,
+    }
+}
+
 fn search_index(ctx: &Ctx) -> SearchIndex {
     use crate::index::Phase;
     let roots = ctx
@@ -159,12 +257,7 @@ fn search_index(ctx: &Ctx) -> SearchIndex {
         .into_iter()
         .map(|(root, st)| IndexRoot {
             root: root.display().to_string(),
-            state: match st.phase {
-                Phase::None => IndexState::None,
-                Phase::Building => IndexState::Building,
-                Phase::Ready => IndexState::Ready,
-                Phase::Off => IndexState::Off,
-            },
+            state: index_state(st.phase),
             files: st.files as u64,
             bytes: st.bytes as u64,
             age_secs: st
@@ -249,6 +342,7 @@ pub fn info(ctx: &Ctx) -> InfoOutput {
             max_concurrent_jobs: u64::from(rt.config.max_concurrent_jobs),
         },
         search_index: search_index(ctx),
+        code: code_info(ctx),
         working_dir: rt.working_dir.display().to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
     }

@@ -18,6 +18,7 @@ pub mod find_symbol;
 pub mod info;
 pub mod lines;
 pub mod list_folder;
+pub mod map;
 pub mod move_file;
 pub mod outlines;
 pub mod read_file;

@@ -147,8 +147,12 @@ pub struct Parsed {
 /// no limit). `None`: not a language file, unreadable, too large.
 /// Blocking.
 pub fn parse_file(root_at: &Resolved, rel: &Path, max_read: u64) -> Option<Parsed> {
+    parse_at(&root_at.below(rel), max_read)
+}
+
+/// [`parse_file`] of the file at `at`.
+pub fn parse_at(at: &Resolved, max_read: u64) -> Option<Parsed> {
     use std::io::Read;
-    let at = root_at.below(rel);
     let file = at.loc().open_read().ok()?;
     let md = file.metadata().ok()?;
     if !md.is_file() || (max_read > 0 && md.len() > max_read) {
@@ -164,7 +168,7 @@ pub fn parse_file(root_at: &Resolved, rel: &Path, max_read: u64) -> Option<Parse
         .take(outline::MAX_PARSE_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .ok()?;
-    let l = lang::detect(rel, Some(&bytes))?;
+    let l = lang::detect(&at.path, Some(&bytes))?;
     let tree = outline::parse(l, &bytes).ok()?;
     let o = outline::of_tree(l, &tree, &bytes);
     let refs = crate::code::occurrences::identifiers(l, &tree, &bytes)
@@ -279,6 +283,17 @@ impl Table {
             + f.syms.len() * std::mem::size_of::<CSym>()
             + f.refs.len() * 4
             + f.syms.len() * 8
+    }
+
+    /// The round of the last replay (a table made with [`Table::add`]
+    /// only: 0, every file met by it).
+    pub fn round(&self) -> u64 {
+        self.round
+    }
+
+    /// Put a parsed file in (a table made for one answer).
+    pub fn add(&mut self, rel: PathBuf, p: Parsed) {
+        self.insert(rel, p);
     }
 
     /// Put a parsed file in (replacing what was there for its inode).
@@ -772,6 +787,51 @@ impl Symbols {
                 (s.root.clone(), st)
             })
             .collect()
+    }
+
+    /// Rebuild, in the background, the symbol index of each of `rt`'s
+    /// roots that has a saved one, once its content index is back
+    /// ([`Indexes::resume`]): a restarted worker answers symbol queries
+    /// from its index without waiting for the first one to start a build.
+    pub fn resume(self: &Arc<Self>, indexes: &Arc<Indexes>, rt: &Arc<Runtime>) {
+        let budget = rt.config.code.search_index_max_bytes;
+        if budget == 0 || !indexes.builds() {
+            return;
+        }
+        let dir = saved_dir(rt);
+        let roots: Vec<PathBuf> = rt
+            .policy
+            .coder_roots()
+            .iter()
+            .take(MAX_ROOTS)
+            .filter(|r| std::fs::symlink_metadata(dir.join(persist::file_name(r))).is_ok())
+            .cloned()
+            .collect();
+        if roots.is_empty() {
+            return;
+        }
+        let (me, indexes, rt) = (self.clone(), indexes.clone(), rt.clone());
+        let spawned = std::thread::Builder::new()
+            .name("ide-symbols-resume".into())
+            .spawn(move || {
+                indexes.settle(std::time::Duration::from_secs(600));
+                for root in roots {
+                    let Some(raw) = root.to_str() else { continue };
+                    let Ok(at) = rt.policy.resolve_existing(
+                        raw,
+                        crate::error::Surface::Coder,
+                        crate::policy::Tail::Follow,
+                        None,
+                    ) else {
+                        continue;
+                    };
+                    // starts the build; the answer itself is not needed
+                    let _ = me.with(&indexes, &rt, &at, |_, _, _| ());
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("symbol indexes not resumed: no thread ({e})");
+        }
     }
 
     /// Wait until no build runs (tests, benchmarks). Blocking.

@@ -15,6 +15,22 @@
   (variable_declarator
     name: (identifier) @name
     value: [(arrow_function) (function_expression) (generator_function)])) @definition.function
+; The ES5 class idiom, `X.prototype.m = function () {..}` (anywhere: it
+; is often inside an IIFE): a method of X.
+(expression_statement
+  (assignment_expression
+    left: (member_expression
+      object: (member_expression object: (identifier) @parent property: (property_identifier) @_prototype)
+      property: (property_identifier) @name)
+    right: [(function_expression) (arrow_function) (generator_function)])
+  (#eq? @_prototype "prototype")) @definition.method
+; A function assigned to a property at top level (`exports.f = function`,
+; `module.exports.f = ..`, `Field.d = function ..`).
+(program
+  (expression_statement
+    (assignment_expression
+      left: (member_expression property: (property_identifier) @name)
+      right: [(function_expression) (arrow_function) (generator_function)])) @definition.function)
 (program (lexical_declaration "const" (variable_declarator name: (identifier) @name)) @definition.constant)
 (program (export_statement (lexical_declaration "const" (variable_declarator name: (identifier) @name)) @definition.constant))
 (program (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.variable)

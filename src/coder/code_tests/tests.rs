@@ -457,3 +457,85 @@ async fn symbol_edits_keep_the_files_shape_are_guarded_journaled_and_refused_whi
         now
     );
 }
+
+#[tokio::test]
+async fn the_map_ranks_what_the_code_uses_and_fits_its_budget() {
+    let t = tree(&[
+        ("pkg/parser.py", PARSER),
+        ("pkg/user.py", USER),
+        (
+            "pkg/unused.py",
+            "def lonely_function_nobody_calls():\n    pass\n",
+        ),
+    ]);
+    for _ in 0..3 {
+        let out = t.ok("coder::map", json!({"budget_bytes": 4096})).await;
+        let map = out["map"].as_str().unwrap();
+        // Parser is used by user.py: its file comes before the unused one
+        let parser = map.find("pkg/parser.py:").expect("parser listed");
+        let unused = map.find("pkg/unused.py:").unwrap_or(usize::MAX);
+        assert!(parser < unused, "{map}");
+        assert!(map.contains("  5: class Parser:"), "{map}");
+        assert!(out["served_by"] == "scan" || out["served_by"] == "symbol_index");
+        t.settle().await;
+    }
+    let out = t.ok("coder::map", json!({})).await;
+    assert_eq!(out["served_by"], "symbol_index", "{out}");
+    let small = t.ok("coder::map", json!({"budget_bytes": 60})).await;
+    assert!(small["map"].as_str().unwrap().len() <= 60, "{small}");
+    assert!(small["listed"].as_u64().unwrap() < out["listed"].as_u64().unwrap());
+    let focused = t
+        .ok(
+            "coder::map",
+            json!({"budget_bytes": 4096, "focus": {"paths": ["pkg/unused.py"]}}),
+        )
+        .await;
+    assert!(
+        focused["map"]
+            .as_str()
+            .unwrap()
+            .starts_with("pkg/unused.py:"),
+        "{focused}"
+    );
+}
+
+#[tokio::test]
+async fn a_restarted_worker_takes_its_symbols_from_the_saved_index() {
+    let t = tree(&[("pkg/parser.py", PARSER), ("pkg/user.py", USER)]);
+    // only files whose change time was settled when read are saved (a
+    // write in the same clock tick leaves a stamp as it was): the
+    // fixture's must age past that window, which no event announces
+    std::thread::sleep(crate::index::persist::RACY + std::time::Duration::from_millis(200));
+    t.find_indexed(json!({"name_path": "helper"})).await;
+    // a second worker on the same configuration and state directory
+    let again = Tree {
+        _dirs: Vec::new(),
+        root: t.root.clone(),
+        services: Services::standalone(
+            Runtime::build(t.services.live.snapshot().config.clone()).unwrap(),
+        ),
+    };
+    let out = again.find_indexed(json!({"name_path": "helper"})).await;
+    assert_eq!(rows(&out, "matches"), ["parser.py:17:helper:function"]);
+    let described = again.services.symbols.describe();
+    assert_eq!(described[0].1.reused, 2, "{described:?}");
+    // a damaged saved table is ignored, not trusted: every file is parsed
+    let dir = t.services.live.snapshot().turns_dir.join("symbol-index");
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let mut b = std::fs::read(&p).unwrap();
+        let n = b.len() / 2;
+        b[n] ^= 0xff;
+        std::fs::write(&p, b).unwrap();
+    }
+    let third = Tree {
+        _dirs: Vec::new(),
+        root: t.root.clone(),
+        services: Services::standalone(
+            Runtime::build(t.services.live.snapshot().config.clone()).unwrap(),
+        ),
+    };
+    let out = third.find_indexed(json!({"name_path": "helper"})).await;
+    assert_eq!(rows(&out, "matches"), ["parser.py:17:helper:function"]);
+    assert_eq!(third.services.symbols.describe()[0].1.reused, 0);
+}
