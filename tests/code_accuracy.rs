@@ -594,14 +594,14 @@ fn tag_line(v: &Value) -> String {
     p.replace("\\/", "/").replace("\\\\", "\\")
 }
 
-/// A ctags JavaScript/TypeScript `class` that is an object literal
-/// (`x = {`, `key: {`, `exports.default = {`): its line has no `class`.
-/// (A class ctags makes of `X.prototype.m = ..` lines is not one.)
+/// A ctags JavaScript/TypeScript `class` that is an object literal:
+/// `x = {`, `key: {`, `exports.default = {` on its line.
 fn ctags_object_literal(v: &Value) -> bool {
-    let line = tag_line(v);
+    let name = regex::escape(v["name"].as_str().unwrap_or_default());
     v["kind"] == "class"
-        && !regex::Regex::new(r"\bclass\b").unwrap().is_match(&line)
-        && !line.contains(".prototype")
+        && regex::Regex::new(&format!(r"(^|[^\w$]){name}(\.[\w$]+)*\s*[:=]\s*\{{"))
+            .unwrap()
+            .is_match(&tag_line(v))
 }
 
 /// A top-level `const X = {..}` (`export const` too): ctags's class, and
@@ -617,7 +617,8 @@ fn ctags_top_const(v: &Value) -> bool {
 /// leaves out (ARCHITECTURE.md, "Definitions against universal-ctags"):
 /// object literals and their keys (`objects`: the full names of the
 /// file's object literals), the class it makes of `X.prototype.m = ..`
-/// lines, prototype properties that are no functions, the own name of a
+/// lines, prototype properties that are no functions and prototype
+/// members that are used, not defined, the own name of a
 /// function expression, and a variable holding what an immediately
 /// invoked function returns.
 fn ctags_ecma_left_out(v: &Value, objects: &BTreeSet<String>) -> bool {
@@ -639,13 +640,20 @@ fn ctags_ecma_left_out(v: &Value, objects: &BTreeSet<String>) -> bool {
     }
     let esc = regex::escape(name);
     let re = |p: &str| regex::Regex::new(&p.replace("NAME", &esc)).unwrap();
-    // `X.prototype.p = 0;`: a property, which ctags calls a method
-    if let Some(m) = re(r"\.prototype\.NAME\s*=\s*").find(&line) {
+    // `X.prototype.p = 0;` (a property) and `X.prototype.m.call(..)` (a
+    // use), which ctags calls methods
+    if let Some(m) = re(r"\.prototype\.NAME\b").find(&line) {
         let rest = line[m.end()..].trim_start();
-        let function = ["function", "async", "(", "class"]
-            .iter()
-            .any(|f| rest.starts_with(f))
-            || re(r"^[\w$]+\s*=>").is_match(rest);
+        let assigned = rest
+            .strip_prefix('=')
+            .filter(|r| !r.starts_with('='))
+            .map(str::trim_start);
+        let function = assigned.is_some_and(|r| {
+            ["function", "async", "(", "class"]
+                .iter()
+                .any(|f| r.starts_with(f))
+                || re(r"^[\w$]+\s*=>").is_match(r)
+        });
         if !function {
             return true;
         }
@@ -660,7 +668,9 @@ fn ctags_ecma_left_out(v: &Value, objects: &BTreeSet<String>) -> bool {
             let before = before.strip_suffix("default").unwrap_or(before).trim_end();
             let before = before.strip_suffix("export").unwrap_or(before).trim_end();
             let before = before.strip_suffix("declare").unwrap_or(before).trim_end();
-            if !before.is_empty() {
+            // (unless the function is assigned to the same name:
+            // `X.prototype.add = function add(..)`)
+            if !before.is_empty() && !re(r"(^|[^\w$])NAME\s*[=:]$").is_match(before) {
                 return true;
             }
         }
@@ -800,10 +810,7 @@ fn ctags_defs(spec: &CtagsSpec, files: &[PathBuf]) -> (Defs, BTreeSet<usize>) {
         .map(|(i, f)| (f.as_path(), i))
         .collect();
     let out = run_ctags(spec, files, Some(spec.kinds));
-    // the warnings come with every kind asked for (a null tag is often of
-    // a kind the comparison leaves out)
-    let every_kind = run_ctags(spec, files, None);
-    let warned: BTreeSet<usize> = String::from_utf8_lossy(&every_kind.stderr)
+    let warned: BTreeSet<usize> = String::from_utf8_lossy(&out.stderr)
         .lines()
         .filter_map(|l| l.strip_prefix("ctags: Warning: ignoring null tag in "))
         .filter_map(|l| l.rsplit_once("(line:"))

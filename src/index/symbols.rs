@@ -1073,27 +1073,30 @@ fn build(
         super::forget_in(&saved_dir(rt), &name);
         return;
     }
-    tracing::info!(
-        root = %slot.root.display(),
-        files = table.len(),
-        symbols = table.symbols(),
-        reused,
-        bytes = table.bytes(),
-        ms = started.elapsed().as_millis() as u64,
-        "symbol index built"
-    );
+    let (files, symbols, held) = (table.len(), table.symbols(), table.bytes());
     let bytes = encode(&slot.root, &table);
+    // in place before it is announced: a caller that waits for the log
+    // line finds the index ready
+    *slot.table.lock().unwrap_or_else(|p| p.into_inner()) = Some(table);
     *slot.status.lock().unwrap_or_else(|p| p.into_inner()) = Status {
         phase: Phase::Ready,
-        files: table.len(),
-        symbols: table.symbols(),
-        bytes: table.bytes(),
-        done: table.len(),
-        total: table.len(),
+        files,
+        symbols,
+        bytes: held,
+        done: files,
+        total: files,
         reused,
         why: None,
     };
-    *slot.table.lock().unwrap_or_else(|p| p.into_inner()) = Some(table);
+    tracing::info!(
+        root = %slot.root.display(),
+        files = files,
+        symbols = symbols,
+        reused,
+        bytes = held,
+        ms = started.elapsed().as_millis() as u64,
+        "symbol index built"
+    );
     if let Err(e) = super::store_in(&saved_dir(rt), &name, &bytes) {
         tracing::warn!(root = %slot.root.display(), "symbol index not saved: {e}");
     }
