@@ -638,8 +638,27 @@ fn ctags_ecma_left_out(v: &Value, objects: &BTreeSet<String>) -> bool {
     if kind == "class" && line.contains(".prototype") {
         return true;
     }
+    // names ctags's lexer makes of keywords (`if (`, `const def: T = {`,
+    // `export default def`, `import type X from`)
+    const KEYWORDS: &[&str] = &[
+        "if", "for", "while", "switch", "return", "const", "let", "var", "default", "export",
+        "import", "from", "new", "case", "typeof", "await",
+    ];
+    if KEYWORDS.contains(&name) {
+        return true;
+    }
     let esc = regex::escape(name);
     let re = |p: &str| regex::Regex::new(&p.replace("NAME", &esc)).unwrap();
+    // a constant or type alias its line does not declare (`gy`, the flags
+    // of `const re = /../gy`; `X` of `import type X from`)
+    let declares = match kind {
+        "constant" => re(r"(^|[^\w$.])NAME\s*[:=,]").is_match(&line),
+        "alias" => re(r"\btype\s+NAME\b").is_match(&line),
+        _ => true,
+    };
+    if !declares {
+        return true;
+    }
     // `X.prototype.p = 0;` (a property) and `X.prototype.m.call(..)` (a
     // use), which ctags calls methods
     if let Some(m) = re(r"\.prototype\.NAME\b").find(&line) {
@@ -715,6 +734,33 @@ fn ide_ecma_left_out(o: &ide::code::outline::Outline, i: usize, text: &[u8]) -> 
         })
     {
         return true;
+    }
+    if o.lang.lang.name == "typescript" {
+        // ctags's TypeScript parser reports no definition inside a
+        // function body
+        let mut up = s.parent;
+        while let Some(p) = up {
+            if matches!(
+                o.syms[p as usize].kind,
+                "function" | "method" | "constructor"
+            ) {
+                return true;
+            }
+            up = o.syms[p as usize].parent;
+        }
+        // nor the members of a class after a field initialised with a
+        // generic call (`x = new Map<K, V>()`, `this.register(new E<void>())`)
+        let generic = regex::Regex::new(r"[\w$]<[^;]*>\s*\(").unwrap();
+        if let Some(c) = class
+            && o.syms.iter().any(|f| {
+                f.parent == Some(c)
+                    && f.kind == "field"
+                    && f.name_start < s.name_start
+                    && generic.is_match(&String::from_utf8_lossy(&text[f.name_end..f.end]))
+            })
+        {
+            return true;
+        }
     }
     let rest = || String::from_utf8_lossy(&text[s.name_end..s.end.max(s.name_end)]).into_owned();
     let declared = ["let ", "const ", "var "]

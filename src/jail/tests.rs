@@ -124,12 +124,13 @@ fn clear(path: &Path) {
 /// every call, as calls delete and move it), written while nothing swaps.
 fn seed(dir: &Path) {
     // each name first (a swapped-in link is removed, never followed)
-    for rel in ["f.txt", "sub", "victim.txt"] {
+    for rel in ["f.txt", "f.py", "sub", "victim.txt"] {
         clear(&dir.join(rel));
     }
     std::fs::create_dir_all(dir.join("sub")).unwrap();
     for (rel, body) in [
         ("f.txt", "inside\n"),
+        ("f.py", "def inside():\n    return 1\n"),
         ("sub/g.txt", "inside g\n"),
         ("victim.txt", "inside\n"),
     ] {
@@ -163,6 +164,27 @@ fn calls(d: &str, i: u64) -> Vec<(&'static str, Value)> {
         (
             "coder::move",
             json!({"files": [{"from": format!("{d}/f.txt"), "to": format!("{d}/moved-{i}.txt")}]}),
+        ),
+        (
+            "coder::symbols",
+            json!({"path": format!("{d}/f.py"), "include_body": true}),
+        ),
+        ("coder::symbols", json!({"path": d, "include_body": true})),
+        (
+            "coder::find-symbol",
+            json!({"name_path": "inside", "path": d, "include_body": true}),
+        ),
+        ("coder::references", json!({"symbol": "inside", "path": d})),
+        (
+            "coder::definition",
+            json!({"path": format!("{d}/f.py"), "line": 1, "column": 5}),
+        ),
+        ("coder::map", json!({"path": d})),
+        (
+            "coder::update-file",
+            json!({"files": [{"path": format!("{d}/f.py"), "ops": [
+                {"op": "replace_symbol", "name_path": "inside", "body": "def inside():\n    return 2\n"},
+                {"op": "insert_after_symbol", "name_path": "inside", "content": "def more():\n    pass\n"}]}]}),
         ),
         ("coder::list-folder", json!({"path": d})),
         ("coder::tree", json!({"path": d})),
@@ -308,6 +330,12 @@ fn outside_tree(k: &Kit) -> PathBuf {
     for rel in ["f.txt", "sub/g.txt", "victim.txt"] {
         std::fs::write(out.join(rel), format!("{MARKER}\n")).unwrap();
     }
+    // a source file whose symbols, bodies and signatures name the marker
+    std::fs::write(
+        out.join("f.py"),
+        format!("def inside():  # {MARKER}\n    return '{MARKER}'\n"),
+    )
+    .unwrap();
     out
 }
 
@@ -347,7 +375,7 @@ async fn a_last_component_swapped_for_an_outside_link_is_never_followed() {
     let out = outside_tree(&k);
     let a = k.root.join("a");
     // Swap each name the calls use with a link to its outside twin.
-    let names = ["f.txt", "sub", "victim.txt"];
+    let names = ["f.txt", "f.py", "sub", "victim.txt"];
     let link = |rel: &str| a.join(format!("{rel}.lnk"));
     let reset = || {
         // the real names inside, each `.lnk` the link to its outside twin
