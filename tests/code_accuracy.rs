@@ -330,7 +330,7 @@ const CTAGS_SPECS: &[CtagsSpec] = &[
             "type",
             "constant",
         ],
-        top_only: &["constant"],
+        top_only: &["constant", "function"],
         top_at_column_1: true,
         exts: &[".ts", ".mts", ".cts"],
         // declaration files: ctags's TypeScript parser does not read
@@ -705,64 +705,75 @@ fn ctags_ecma_left_out(v: &Value, objects: &BTreeSet<String>) -> bool {
 /// What ide reports in JavaScript and TypeScript that the comparison
 /// leaves out: object-literal methods (a method whose parent is no class
 /// or interface and that names no owner), arrow functions held by a
-/// variable inside a function (ctags reports no local variables), the
-/// overloads of a function after its first signature (ctags reports the
-/// first), and constants whose name's line does not start at column 1
-/// (the rule ctags's output forces on its side).
+/// variable inside a function (ctags reports no local variables), an
+/// overloaded function after its first declaration (ctags reports some
+/// overloads and not others: both sides count the first), constants (and
+/// TypeScript functions) whose name's line does not start at column 1
+/// (the rule ctags's output forces on its side), and class members
+/// ctags's parser loses (after a method named `get`/`set`; TypeScript:
+/// after an optional field or one initialised with a call).
 fn ide_ecma_left_out(o: &ide::code::outline::Outline, i: usize, text: &[u8]) -> bool {
     let s = &o.syms[i];
-    let parent = s.parent.map(|p| &o.syms[p as usize]);
-    let parent_kind = parent.map(|p| p.kind).unwrap_or_default();
+    // whether the line holding byte `at` starts with a blank
+    let indented = |at: usize| {
+        let line_start = text[..at]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |p| p + 1);
+        text.get(line_start)
+            .is_some_and(|b| b.is_ascii_whitespace())
+    };
+    // the value after the first `=` (not an `=>` of a type annotation)
+    let value_of = |t: &str| -> Option<String> {
+        t.match_indices('=')
+            .find(|(i, _)| !t[i + 1..].starts_with('>'))
+            .map(|(i, _)| t[i + 1..].trim_start().to_string())
+    };
+    let parent_kind = s
+        .parent
+        .map(|p| o.syms[p as usize].kind)
+        .unwrap_or_default();
     if matches!(s.kind, "method" | "constructor")
         && s.owner.is_none()
         && !matches!(parent_kind, "class" | "interface")
     {
         return true;
     }
-    // ctags reports nothing of a class from a method named `get` or `set`
-    // on (it reads the name as an accessor's keyword and loses the class)
+    // the class s is in
     let mut class = s.parent;
     while let Some(c) = class.filter(|c| o.syms[*c as usize].kind != "class") {
         class = o.syms[c as usize].parent;
     }
-    if let Some(c) = class
-        && o.syms.iter().any(|m| {
-            m.parent == Some(c)
-                && m.kind == "method"
-                && matches!(m.name.as_str(), "get" | "set")
-                && m.name_start <= s.name_start
+    let before_in_class = |pred: &dyn Fn(&ide::code::outline::Sym) -> bool| {
+        class.is_some_and(|c| {
+            o.syms
+                .iter()
+                .any(|m| m.parent == Some(c) && m.name_start <= s.name_start && pred(m))
         })
-    {
+    };
+    // ctags reports nothing of a class from a method named `get` or `set`
+    // on (it reads the name as an accessor's keyword)
+    if before_in_class(&|m| m.kind == "method" && matches!(m.name.as_str(), "get" | "set")) {
         return true;
     }
     if o.lang.lang.name == "typescript" {
-        // ctags's TypeScript parser reports no definition inside a
-        // function body
-        let mut up = s.parent;
-        while let Some(p) = up {
-            if matches!(
-                o.syms[p as usize].kind,
-                "function" | "method" | "constructor"
-            ) {
-                return true;
-            }
-            up = o.syms[p as usize].parent;
+        // ctags's TypeScript parser loses the rest of a class after an
+        // optional field (`x?: T`) or a field initialised with a call
+        // (`x = f()`, `x = new Map<K, V>()`, `x = (a) => a`)
+        let derails = |f: &ide::code::outline::Sym| {
+            let t = String::from_utf8_lossy(&text[f.name_end..f.end]).into_owned();
+            t.trim_start().starts_with('?') || value_of(&t).is_some_and(|v| v.contains('('))
+        };
+        if before_in_class(&|f| f.kind == "field" && f.name_start < s.name_start && derails(f)) {
+            return true;
         }
-        // nor the members of a class after a field initialised with a
-        // generic call (`x = new Map<K, V>()`, `this.register(new E<void>())`)
-        let generic = regex::Regex::new(r"[\w$]<[^;]*>\s*\(").unwrap();
-        if let Some(c) = class
-            && o.syms.iter().any(|f| {
-                f.parent == Some(c)
-                    && f.kind == "field"
-                    && f.name_start < s.name_start
-                    && generic.is_match(&String::from_utf8_lossy(&text[f.name_end..f.end]))
-            })
-        {
+        // functions: at column 1 only, as on ctags's side (its TypeScript
+        // parser reports some functions declared in a function body, with
+        // no scope, and not others)
+        if s.kind == "function" && (s.parent.is_some() || indented(s.name_start)) {
             return true;
         }
     }
-    let rest = || String::from_utf8_lossy(&text[s.name_end..s.end.max(s.name_end)]).into_owned();
     let declared = ["let ", "const ", "var "]
         .iter()
         .any(|k| s.signature.starts_with(k));
@@ -770,39 +781,25 @@ fn ide_ecma_left_out(o: &ide::code::outline::Outline, i: usize, text: &[u8]) -> 
         && declared
         && matches!(parent_kind, "function" | "method" | "constructor")
     {
-        // the value after `=` (not an `=>` of a type annotation)
-        let r = rest();
-        let value = r
-            .match_indices('=')
-            .find(|(i, _)| !r[i + 1..].starts_with('>'))
-            .map(|(i, _)| r[i + 1..].trim_start());
-        if value.is_some_and(|v| !v.starts_with("function") && !v.starts_with("async function")) {
-            return true;
-        }
-    }
-    if matches!(s.kind, "function" | "method") {
-        let earlier = o.syms[..i].iter().rev().find(|e| {
-            e.name == s.name && e.parent == s.parent && matches!(e.kind, "function" | "method")
-        });
-        if earlier.is_some_and(|e| {
-            !String::from_utf8_lossy(&text[e.start..e.end])
-                .trim_end()
-                .ends_with('}')
-        }) {
-            return true;
-        }
-    }
-    if s.kind == "constant" {
-        let line_start = text[..s.name_start]
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |p| p + 1);
-        if text
-            .get(line_start)
-            .is_some_and(|b| b.is_ascii_whitespace())
+        let rest = String::from_utf8_lossy(&text[s.name_end..s.end.max(s.name_end)]).into_owned();
+        if value_of(&rest)
+            .is_some_and(|v| !v.starts_with("function") && !v.starts_with("async function"))
         {
             return true;
         }
+    }
+    // an overloaded function or method (several of one name in one
+    // scope), a getter with its setter: compared once, at the first
+    let function_like = |k: &str| matches!(k, "function" | "method" | "constructor");
+    if function_like(s.kind)
+        && o.syms[..i].iter().any(|e| {
+            e.name == s.name && e.parent == s.parent && e.owner == s.owner && function_like(e.kind)
+        })
+    {
+        return true;
+    }
+    if s.kind == "constant" && indented(s.name_start) {
+        return true;
     }
     false
 }
@@ -883,6 +880,8 @@ fn ctags_defs(spec: &CtagsSpec, files: &[PathBuf]) -> (Defs, BTreeSet<usize>) {
     }
     let none = BTreeSet::new();
     let mut defs = Defs::new();
+    let mut first_of_name: std::collections::HashMap<(usize, String, String), u64> =
+        Default::default();
     for v in &tags {
         let name = v["name"].as_str().unwrap_or_default();
         let kind = v["kind"].as_str().unwrap_or_default();
@@ -907,10 +906,22 @@ fn ctags_defs(spec: &CtagsSpec, files: &[PathBuf]) -> (Defs, BTreeSet<usize>) {
         let Some(&file) = index.get(Path::new(v["path"].as_str().unwrap_or_default())) else {
             continue;
         };
-        defs.insert(
-            (file, squeeze(name), v["line"].as_u64().unwrap_or(0)),
-            kind.to_string(),
-        );
+        let line = v["line"].as_u64().unwrap_or(0);
+        // JavaScript/TypeScript: an overloaded function or method, a
+        // getter with its setter, once, at the first (as on ide's side)
+        if is_ecma(spec) && matches!(kind, "function" | "method" | "getter" | "setter") {
+            let scope = v["scope"].as_str().unwrap_or_default().to_string();
+            let first = first_of_name
+                .entry((file, scope, name.to_string()))
+                .or_insert(line);
+            if *first != line {
+                defs.remove(&(file, squeeze(name), (*first).max(line)));
+                *first = (*first).min(line);
+                defs.insert((file, squeeze(name), *first), kind.to_string());
+                continue;
+            }
+        }
+        defs.insert((file, squeeze(name), line), kind.to_string());
     }
     (defs, warned)
 }
