@@ -650,10 +650,11 @@ fn ctags_ecma_left_out(v: &Value, objects: &BTreeSet<String>) -> bool {
     let esc = regex::escape(name);
     let re = |p: &str| regex::Regex::new(&p.replace("NAME", &esc)).unwrap();
     // a constant or type alias its line does not declare (`gy`, the flags
-    // of `const re = /../gy`; `X` of `import type X from`)
+    // of `const re = /../gy`; `symbol` of `const s: unique symbol = ..`;
+    // `X` of `import type X from`)
     let declares = match kind {
-        "constant" => re(r"(^|[^\w$.])NAME\s*[:=,]").is_match(&line),
-        "alias" => re(r"\btype\s+NAME\b").is_match(&line),
+        "constant" => re(r"(^\s*|\bconst\s+|,\s*)NAME\s*[:=,]").is_match(&line),
+        "alias" => re(r"\btype\s+NAME\s*(<|=|$)").is_match(&line),
         _ => true,
     };
     if !declares {
@@ -711,7 +712,8 @@ fn ctags_ecma_left_out(v: &Value, objects: &BTreeSet<String>) -> bool {
 /// TypeScript functions) whose name's line does not start at column 1
 /// (the rule ctags's output forces on its side), and class members
 /// ctags's parser loses (after a method named `get`/`set`; TypeScript:
-/// after an optional field or one initialised with a call).
+/// from a computed member name, after an optional field or one
+/// initialised with a call).
 fn ide_ecma_left_out(o: &ide::code::outline::Outline, i: usize, text: &[u8]) -> bool {
     let s = &o.syms[i];
     // whether the line holding byte `at` starts with a blank
@@ -758,13 +760,18 @@ fn ide_ecma_left_out(o: &ide::code::outline::Outline, i: usize, text: &[u8]) -> 
     }
     if o.lang.lang.name == "typescript" {
         // ctags's TypeScript parser loses the rest of a class after an
-        // optional field (`x?: T`) or a field initialised with a call
+        // member with a computed name (`[Symbol.iterator]()`), an optional
+        // field (`x?: T`), a definitely assigned one (`x!: T`) or a field
+        // initialised with a call
         // (`x = f()`, `x = new Map<K, V>()`, `x = (a) => a`)
         let derails = |f: &ide::code::outline::Sym| {
             let t = String::from_utf8_lossy(&text[f.name_end..f.end]).into_owned();
-            t.trim_start().starts_with('?') || value_of(&t).is_some_and(|v| v.contains('('))
+            t.trim_start().starts_with(['?', '!']) || value_of(&t).is_some_and(|v| v.contains('('))
         };
-        if before_in_class(&|f| f.kind == "field" && f.name_start < s.name_start && derails(f)) {
+        if before_in_class(&|f| {
+            (f.kind == "field" && f.name_start < s.name_start && derails(f))
+                || f.name.starts_with('[')
+        }) {
             return true;
         }
         // functions: at column 1 only, as on ctags's side (its TypeScript

@@ -222,13 +222,12 @@ fn is_source(name: &[u8]) -> bool {
     let Some(dot) = name.iter().rposition(|b| *b == b'.') else {
         return false;
     };
-    let Ok(ext) = std::str::from_utf8(&name[dot + 1..]) else {
-        return false;
-    };
-    let ext = ext.to_ascii_lowercase();
-    lang::LANGS
-        .iter()
-        .any(|l| l.extensions.contains(&ext.as_str()))
+    let ext = &name[dot + 1..];
+    lang::LANGS.iter().any(|l| {
+        l.extensions
+            .iter()
+            .any(|e| e.as_bytes().eq_ignore_ascii_case(ext))
+    })
 }
 
 impl Table {
@@ -392,7 +391,8 @@ impl Table {
                     let same = f.stamp == sm.stamp && f.settled && !sm.linked;
                     if same {
                         f.seen = round;
-                        if f.rel.as_path() != rel.join(seen.rel) {
+                        // moved within the root: the same inode, a new name
+                        if f.rel.strip_prefix(rel).ok() != Some(seen.rel) {
                             f.rel = rel.join(seen.rel);
                         }
                     }
