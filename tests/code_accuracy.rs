@@ -412,7 +412,7 @@ const CTAGS_SPECS: &[CtagsSpec] = &[
         ],
         top_only: &[],
         top_at_column_1: false,
-        exts: &[".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"],
+        exts: &[".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".h"],
         not_exts: &[],
     },
 ];
@@ -488,21 +488,11 @@ fn corpus_roots(lang: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether a header is C++: it has a namespace, a template, access
-/// specifiers or a scope operator.
-fn looks_like_cpp(path: &Path) -> bool {
-    let text = std::fs::read(path).unwrap_or_default();
-    let text = String::from_utf8_lossy(&text);
-    [
-        "namespace ",
-        "template<",
-        "template <",
-        "public:",
-        "private:",
-        "::",
-    ]
-    .iter()
-    .any(|m| text.contains(m))
+/// The language ide reads a file as (`.h`: C, or C++ when its first
+/// 64 KiB use C++ only syntax), by its own rule.
+fn detected(path: &Path) -> Option<&'static str> {
+    let text = std::fs::read(path).ok()?;
+    ide::code::lang::detect(path, Some(&text)).map(|l| l.lang.name)
 }
 
 /// Every `step`-th of `files`, thinned evenly to `cap`.
@@ -1008,10 +998,18 @@ fn compare_with_ctags(spec: &CtagsSpec) -> Result<(usize, usize, f64, f64), Stri
         for r in &roots {
             walk(r, spec, &mut all);
         }
-        if spec.lang == "c" {
-            // headers written in C++ are no C corpus (ctags's C parser and
-            // ide's C grammar both misread them)
-            all.retain(|f| !f.to_string_lossy().ends_with(".h") || !looks_like_cpp(f));
+        // a file is counted once however many copies of it there are
+        // (node ships its OpenSSL headers once per target: 30 copies)
+        let mut seen = std::collections::HashSet::new();
+        all.retain(|f| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::fs::read(f).unwrap_or_default().hash(&mut h);
+            seen.insert(h.finish())
+        });
+        if matches!(spec.lang, "c" | "cpp") {
+            // a header is C's or C++'s as ide reads it
+            all.retain(|f| !f.to_string_lossy().ends_with(".h") || detected(f) == Some(spec.lang));
         }
         if is_ecma(spec) {
             // bundles no one outlines (as `.min.js`)

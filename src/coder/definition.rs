@@ -24,6 +24,9 @@ pub struct DefinitionInput {
     pub line: u32,
     /// 1-based byte column (any byte of the identifier, or just past it).
     pub column: u32,
+    /// Largest answer in bytes (default 32768): locations past it are left out (`stop_reason: "budget"`).
+    #[serde(default)]
+    pub max_answer_bytes: Option<u32>,
     /// Optional per-call session working directory.
     #[serde(default)]
     pub base_dir: Option<String>,
@@ -54,6 +57,9 @@ pub struct DefinitionOutput {
     pub locations: Vec<Location>,
     /// `syntactic`: definitions with that name, ranked by scope and imports (not type-checked).
     pub precision: String,
+    /// Why locations were left out: `max_results` (more than 20) or `budget`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
 }
 
 pub fn def() -> FunctionDef {
@@ -61,7 +67,7 @@ pub fn def() -> FunctionDef {
         "coder::definition",
         "Where the identifier at a position is defined. Send {path, line, column} of an identifier; get {name, \
          locations: [{path, line, column, end_line, kind, name_path, signature, found_in: \
-         same_file|imported|roots}], precision: \"syntactic\"} — definitions of that name, the \
+         same_file|imported|roots}], precision: \"syntactic\", stop_reason?} — definitions of that name, the \
          same file's enclosing scopes first, then files matching the file's imports, then \
          the roots. A position on no identifier is C210 naming what is there. Lines are \
          1-based; columns are 1-based byte offsets in the line, as in coder::search.",
@@ -150,11 +156,31 @@ async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput,
             .collect();
         elsewhere.sort_by_key(|(r, _)| *r);
         out.extend(elsewhere.into_iter().map(|(_, l)| l));
-        out.truncate(MAX_LOCATIONS);
+        let mut stop_reason = None;
+        if out.len() > MAX_LOCATIONS {
+            out.truncate(MAX_LOCATIONS);
+            stop_reason = Some("max_results".to_string());
+        }
+        let budget = req
+            .max_answer_bytes
+            .unwrap_or(super::symbols::DEFAULT_ANSWER_BYTES) as usize;
+        let mut used = 200 + name.len();
+        let fit = out
+            .iter()
+            .take_while(|l| {
+                used += source::json_len(l) + 1;
+                used <= budget
+            })
+            .count();
+        if fit < out.len() {
+            out.truncate(fit);
+            stop_reason = Some("budget".to_string());
+        }
         Ok(DefinitionOutput {
             name,
             locations: out,
             precision: "syntactic".into(),
+            stop_reason,
         })
     })
     .await

@@ -207,13 +207,14 @@ fn one_node_defining_several_names_gives_each_and_parents_none() {
 
 #[test]
 fn c_definitions_behind_macros_the_grammar_cannot_expand() {
-    let src = "typedef EGLBoolean (EGLAPIENTRYP PFNEGLWAITGLPROC) (void);\ntypedef EGLContext (EGLAPIENTRYP PFNEGLCREATECONTEXTPROC) (EGLDisplay dpy, EGLConfig config, const EGLint *attrib_list);\nDECLARE_ASN1_FUNCTIONS(X)\ntypedef struct ossl_msg_st OSSL_MSG;\nstatic GPG_ERR_INLINE gpg_error_t\ngpg_error (gpg_err_code_t code)\n{\n  return 0;\n}\ntypedef unsigned long size_t;\n";
+    let src = "typedef EGLBoolean (EGLAPIENTRYP PFNEGLWAITGLPROC) (void);\ntypedef EGLContext (EGLAPIENTRYP PFNEGLCREATECONTEXTPROC) (EGLDisplay dpy, EGLConfig config, const EGLint *attrib_list);\nDECLARE_ASN1_FUNCTIONS(X)\ntypedef struct ossl_msg_st OSSL_MSG;\nstatic GPG_ERR_INLINE gpg_error_t\ngpg_error (gpg_err_code_t code)\n{\n  return 0;\n}\ntypedef unsigned long size_t;\ntypedef void (GL_APIENTRYP PFNGLCOMPILESHADERPROC) (GLuint shader);\n";
     let all = paths("c", src);
     has(&all, "PFNEGLWAITGLPROC", "type", 1);
     has(&all, "PFNEGLCREATECONTEXTPROC", "type", 2);
     has(&all, "OSSL_MSG", "type", 4);
     has(&all, "gpg_error", "function", 6);
     has(&all, "size_t", "type", 10);
+    has(&all, "PFNGLCOMPILESHADERPROC", "type", 11);
     // the parameters, the return type and the swallowed keyword are no
     // definitions
     for wrong in ["attrib_list", "const", "EGLint", "gpg_error_t", "typedef"] {

@@ -21,7 +21,7 @@
 ; `(*T)(args)`, and `*(*T)(args)`, `**(*T)(args)` (pointers to functions
 ; returning pointers). The grammar reads a few standard names (`size_t`,
 ; `ssize_t`, `int8_t`..) as primitive types even where they are declared.
-; Not `typedef R (CALLCONV NAME)(args)`: below.
+; Not `typedef R (CALLCONV NAME)(args)` with a type name for R (below).
 ((type_definition declarator: [
   (type_identifier) @name
   (primitive_type) @name
@@ -43,6 +43,9 @@
     (parenthesized_declarator (pointer_declarator declarator: (type_identifier) @name)))))
 ]) @definition.type
  (#not-match? @definition.type "^typedef\\s+\\w+\\s*[(]\\s*\\w+\\s+\\w+\\s*[)]"))
+; `typedef void (CALLCONV NAME)(args)` (GLES's `GL_APIENTRYP`): the
+; grammar reads the macro as an error before the name.
+(type_definition declarator: (function_declarator declarator: (parenthesized_declarator (ERROR) . (type_identifier) @name))) @definition.type
 ; `typedef R (CALLCONV NAME)(args)` with a macro for the calling
 ; convention and the `*` (EGL's `EGLAPIENTRYP`): the grammar reads it as
 ; a macro type `R(NAME)` with an error inside (`macro_type_specifier`, a

@@ -21,6 +21,21 @@
     declarator: (qualified_identifier
       scope: [(namespace_identifier) @parent (template_type name: (type_identifier) @parent)]
       name: [(identifier) @name (operator_name) @name])))) @definition.method
+; `A::B::f()` (a nested class, a class in a namespace): the innermost
+; scope is the parent.
+(function_definition
+  declarator: (function_declarator
+    declarator: (qualified_identifier
+      name: (qualified_identifier
+        scope: [(namespace_identifier) @parent (template_type name: (type_identifier) @parent)]
+        name: [(identifier) @name (destructor_name) @name (operator_name) @name])))) @definition.method
+(function_definition
+  declarator: (function_declarator
+    declarator: (qualified_identifier
+      name: (qualified_identifier
+        name: (qualified_identifier
+          scope: [(namespace_identifier) @parent (template_type name: (type_identifier) @parent)]
+          name: [(identifier) @name (destructor_name) @name (operator_name) @name]))))) @definition.method
 (function_definition declarator: (function_declarator declarator: [(field_identifier) (destructor_name) (operator_name)] @name)) @definition.method
 (function_definition declarator: (reference_declarator (function_declarator declarator: [(field_identifier) (operator_name)] @name))) @definition.method
 (function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: [(field_identifier) (operator_name)] @name))) @definition.method
