@@ -44,8 +44,13 @@ pub fn find(
         return Vec::new();
     }
     let root = tree.root_node();
+    let hits: Vec<usize> = memchr::memmem::find_iter(text, needle).collect();
+    if hits.is_empty() {
+        return Vec::new();
+    }
+    let regions = Regions::of(lang, tree);
     let mut out = Vec::new();
-    for at in memchr::memmem::find_iter(text, needle) {
+    for at in hits {
         let end = at + needle.len();
         let Some(node) = root.descendant_for_byte_range(at, end) else {
             continue;
@@ -53,11 +58,20 @@ pub fn find(
         if node.start_byte() != at
             || node.end_byte() != end
             || !lang.identifier.contains(&node.kind_id())
+            || Regions::holds(&regions.exclude, at)
         {
             continue;
         }
-        let Some(role) = role_of(lang, node, outline) else {
-            continue;
+        let role = if outline
+            .syms
+            .iter()
+            .any(|s| s.name_start == at && s.name_end == end)
+        {
+            Role::Definition
+        } else if Regions::holds(&regions.import, at) {
+            Role::Import
+        } else {
+            Role::Reference
         };
         let p = node.start_position();
         out.push(Occurrence {
@@ -70,39 +84,49 @@ pub fn find(
     out
 }
 
-/// What a node's ancestors say of it: inside an `@exclude` node (no
-/// occurrence there), inside an `@import` node.
-fn context(lang: &Compiled, node: Node<'_>) -> (bool, bool) {
-    let (mut excluded, mut import) = (false, false);
-    let mut cur = node.parent();
-    while let Some(n) = cur {
-        let k = n.kind_id();
-        excluded |= lang.exclude.contains(&k);
-        import |= lang.import.contains(&k);
-        cur = n.parent();
-    }
-    (excluded, import)
+/// The byte ranges of a file's `@exclude` nodes (outermost) and `@import`
+/// nodes, from one walk (asking each occurrence's ancestors costs a
+/// descent from the root per `parent()`).
+struct Regions {
+    exclude: Vec<(usize, usize)>,
+    import: Vec<(usize, usize)>,
 }
 
-/// The role of an identifier node; `None` inside an excluded node.
-fn role_of(lang: &Compiled, node: Node<'_>, outline: &Outline) -> Option<Role> {
-    let (excluded, import) = context(lang, node);
-    if excluded {
-        return None;
+impl Regions {
+    fn of(lang: &Compiled, tree: &Tree) -> Regions {
+        let (mut exclude, mut import) = (Vec::new(), Vec::new());
+        preorder(tree, |n| {
+            let k = n.kind_id();
+            if lang.exclude.contains(&k) {
+                exclude.push((n.start_byte(), n.end_byte()));
+                return false;
+            }
+            if lang.import.contains(&k) {
+                import.push((n.start_byte(), n.end_byte()));
+                return false;
+            }
+            true
+        });
+        Regions { exclude, import }
     }
-    let at = node.start_byte();
-    if outline
-        .syms
-        .iter()
-        .any(|s| s.name_start == at && s.name_end == node.end_byte())
-    {
-        return Some(Role::Definition);
+
+    /// Whether one of `ranges` (sorted, disjoint) holds byte `at`.
+    fn holds(ranges: &[(usize, usize)], at: usize) -> bool {
+        let i = ranges.partition_point(|(start, _)| *start <= at);
+        i > 0 && at < ranges[i - 1].1
     }
-    Some(if import {
-        Role::Import
-    } else {
-        Role::Reference
-    })
+}
+
+/// Whether a node is inside an `@exclude` node (no occurrence there).
+fn excluded(lang: &Compiled, node: Node<'_>) -> bool {
+    let mut cur = node.parent();
+    while let Some(n) = cur {
+        if lang.exclude.contains(&n.kind_id()) {
+            return true;
+        }
+        cur = n.parent();
+    }
+    false
 }
 
 /// The identifier at a byte offset (a position on its first byte or just
@@ -114,8 +138,8 @@ pub fn identifier_at<'t>(lang: &Compiled, tree: &'t Tree, at: usize) -> Option<N
         (lang.identifier.contains(&n.kind_id())
             && n.start_byte() <= at
             && at <= n.end_byte()
-            && !context(lang, n).0)
-            .then_some(n)
+            && !excluded(lang, n))
+        .then_some(n)
     })
 }
 

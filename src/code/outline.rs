@@ -173,6 +173,12 @@ pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
             name.start_byte(),
         )
     });
+    let walked = Walked::of(
+        lang,
+        tree,
+        text,
+        defs.iter().map(|(_, n, ..)| n.id()).collect(),
+    );
     let mut syms: Vec<Sym> = Vec::with_capacity(defs.len());
     // enclosing definitions: (end byte, index)
     // enclosing definitions: (start, end byte, index)
@@ -197,8 +203,8 @@ pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
         if kind == "function" && parent.is_some_and(|p| lang::is_type_kind(syms[p as usize].kind)) {
             kind = "method";
         }
-        let (start, end) = extent(lang, node);
-        let lead = leading(lang, node, start, text);
+        let (start, end) = walked.extent(lang, node);
+        let lead = walked.leading(start, text);
         let name_pos = name_node.start_position();
         let sym = Sym {
             name: String::from_utf8_lossy(&text[name_node.byte_range()]).into_owned(),
@@ -229,84 +235,124 @@ pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
     }
 }
 
-/// The range of a definition with the wrappers that belong to it.
-fn extent(lang: &Compiled, node: Node<'_>) -> (usize, usize) {
-    let mut cur = node;
-    while let Some(p) = cur.parent() {
-        let k = p.kind_id();
-        let single = lang.wrapper_single.contains(&k) && {
-            let mut c = p.walk();
-            p.named_children(&mut c)
-                .filter(|n| !lang.leading.contains(&n.kind_id()))
-                .count()
-                == 1
-        };
-        if lang.wrapper.contains(&k) || single {
-            cur = p;
-        } else {
-            break;
-        }
-    }
-    (cur.start_byte(), cur.end_byte())
+/// What one walk of the tree tells about the definitions: their nearest
+/// ancestors, and the comments and attributes that may lead them. Found in
+/// one pass: tree-sitter finds a node's parent by descending from the
+/// root, which over a file of thousands of top-level items made every
+/// `parent()` cost thousands of steps.
+struct Walked<'t> {
+    /// Per definition node: its ancestors, nearest first (a few).
+    ancestors: HashMap<usize, Vec<Node<'t>>>,
+    /// Leading-kind nodes that start their own line: (end without
+    /// trailing whitespace, start), sorted.
+    leads: Vec<(usize, usize)>,
 }
 
-/// Where a definition starting at `start` starts with the comments and
-/// attributes right before it: each starting its own line, on the line(s)
-/// just above, with no blank line between. Found by position, not by
-/// sibling: a grammar may hang a comment on another parent (Python puts
-/// a comment before a class body's first statement outside the body).
-fn leading(lang: &Compiled, node: Node<'_>, start: usize, text: &[u8]) -> usize {
-    let root = {
-        let mut r = node;
-        while let Some(p) = r.parent() {
-            r = p;
-        }
-        r
-    };
-    let mut lead = start;
-    loop {
-        // the last byte before `lead` that is not whitespace, at most one
-        // line break back
-        let before = &text[..lead];
-        let Some(last) = before.iter().rposition(|b| !b.is_ascii_whitespace()) else {
-            return lead;
-        };
-        if before[last + 1..].iter().filter(|b| **b == b'\n').count() != 1 {
-            return lead;
-        }
-        let Some(mut n) = root.descendant_for_byte_range(last, last + 1) else {
-            return lead;
-        };
-        // the largest node ending there (a line comment may end past its
-        // newline) that is a leading kind
-        let mut found = None;
-        loop {
-            if n.end_byte() <= last || n.end_byte() > lead {
-                break;
+/// Ancestors kept per definition (wrappers nest shallowly).
+const ANCESTORS: usize = 4;
+
+impl<'t> Walked<'t> {
+    fn of(
+        lang: &Compiled,
+        tree: &'t Tree,
+        text: &[u8],
+        defs: std::collections::HashSet<usize>,
+    ) -> Walked<'t> {
+        let mut ancestors = HashMap::with_capacity(defs.len());
+        let mut leads = Vec::new();
+        let mut stack: Vec<Node<'t>> = Vec::new();
+        let mut c = tree.walk();
+        'walk: loop {
+            let n = c.node();
+            if defs.contains(&n.id()) {
+                ancestors.insert(
+                    n.id(),
+                    stack.iter().rev().take(ANCESTORS).copied().collect(),
+                );
             }
             if lang.leading.contains(&n.kind_id()) {
-                found = Some(n);
+                let line_start = text[..n.start_byte()]
+                    .iter()
+                    .rposition(|b| *b == b'\n')
+                    .map_or(0, |i| i + 1);
+                let alone = text[line_start..n.start_byte()]
+                    .iter()
+                    .all(|b| b.is_ascii_whitespace());
+                if alone {
+                    let end = text[..n.end_byte()]
+                        .iter()
+                        .rposition(|b| !b.is_ascii_whitespace())
+                        .map_or(n.start_byte(), |i| i + 1);
+                    leads.push((end, n.start_byte()));
+                }
             }
-            match n.parent() {
-                Some(p) => n = p,
-                None => break,
+            if c.goto_first_child() {
+                stack.push(n);
+                continue;
+            }
+            loop {
+                if c.goto_next_sibling() {
+                    continue 'walk;
+                }
+                if !c.goto_parent() {
+                    break 'walk;
+                }
+                stack.pop();
             }
         }
-        let Some(c) = found else {
-            return lead;
-        };
-        // it starts its own line (no code before it on that line)
-        let line_start = text[..c.start_byte()]
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |i| i + 1);
-        if text[line_start..c.start_byte()]
-            .iter()
-            .any(|b| !b.is_ascii_whitespace())
-        {
-            return lead;
+        leads.sort_unstable();
+        Walked { ancestors, leads }
+    }
+
+    /// The range of a definition with the wrappers that belong to it.
+    fn extent(&self, lang: &Compiled, node: Node<'t>) -> (usize, usize) {
+        let mut cur = node;
+        for p in self.ancestors.get(&node.id()).into_iter().flatten() {
+            let k = p.kind_id();
+            let single = lang.wrapper_single.contains(&k) && {
+                let mut c = p.walk();
+                p.named_children(&mut c)
+                    .filter(|n| !lang.leading.contains(&n.kind_id()))
+                    .count()
+                    == 1
+            };
+            if lang.wrapper.contains(&k) || single {
+                cur = *p;
+            } else {
+                break;
+            }
         }
-        lead = c.start_byte();
+        (cur.start_byte(), cur.end_byte())
+    }
+
+    /// Where a definition starting at `start` starts with the comments and
+    /// attributes right before it: each starting its own line, on the
+    /// line(s) just above, with no blank line between. Found by position,
+    /// not by sibling: a grammar may hang a comment on another parent
+    /// (Python puts a comment before a class body's first statement
+    /// outside the body).
+    fn leading(&self, start: usize, text: &[u8]) -> usize {
+        let mut lead = start;
+        loop {
+            let before = &text[..lead];
+            let Some(last) = before.iter().rposition(|b| !b.is_ascii_whitespace()) else {
+                return lead;
+            };
+            if before[last + 1..].iter().filter(|b| **b == b'\n').count() != 1 {
+                return lead;
+            }
+            // the largest leading node ending there
+            let i = self.leads.partition_point(|(end, _)| *end < last + 1);
+            let found = self.leads[i..]
+                .iter()
+                .take_while(|(end, _)| *end == last + 1)
+                .map(|(_, s)| *s)
+                .min();
+            match found {
+                Some(s) if s < lead => lead = s,
+                _ => return lead,
+            }
+        }
     }
 }
 

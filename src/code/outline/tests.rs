@@ -197,6 +197,33 @@ fn c_typedefs_of_every_declarator_shape() {
 }
 
 #[test]
+fn cpp_nested_scopes_export_macros_and_defaulted_members() {
+    let src = "void a::B::f() {}\nint ns::C::D::g(int x) { return x; }\nclass V8_EXPORT Arr : public Base {\n  int size() const { return 0; }\n};\nclass K {\n  K() = default;\n  void h() {}\n};\nK::K(const K&) = default;\n";
+    let all = paths("cpp", src);
+    has(&all, "B/f", "method", 1);
+    has(&all, "D/g", "method", 2);
+    has(&all, "Arr", "class", 3);
+    has(&all, "Arr/size", "method", 4);
+    has(&all, "K/K", "prototype", 7);
+    has(&all, "K/h", "method", 8);
+    has(&all, "K/K", "prototype", 10);
+}
+
+#[test]
+fn js_prototype_methods_and_exported_functions() {
+    let src = "exports.foo = function () {};\nmodule.exports.bar = () => 1;\nX.prototype.m = function () {};\nX.prototype.p = 1;\nconst A = 1, B = 2;\nvar f;\nf = function () {};\nvar Hono = class extends Base {};\n";
+    let all = paths("javascript", src);
+    has(&all, "foo", "function", 1);
+    has(&all, "bar", "function", 2);
+    has(&all, "X/m", "method", 3);
+    has(&all, "A", "constant", 5);
+    has(&all, "B", "constant", 5);
+    has(&all, "f", "function", 7);
+    has(&all, "Hono", "class", 8);
+    assert!(all.iter().all(|(p, ..)| !p.ends_with('p')), "{all:#?}");
+}
+
+#[test]
 fn one_node_defining_several_names_gives_each_and_parents_none() {
     let all = paths("c", "int a, b;\nstruct S { int x, y; };\n");
     has(&all, "a", "variable", 1);
@@ -207,7 +234,7 @@ fn one_node_defining_several_names_gives_each_and_parents_none() {
 
 #[test]
 fn c_definitions_behind_macros_the_grammar_cannot_expand() {
-    let src = "typedef EGLBoolean (EGLAPIENTRYP PFNEGLWAITGLPROC) (void);\ntypedef EGLContext (EGLAPIENTRYP PFNEGLCREATECONTEXTPROC) (EGLDisplay dpy, EGLConfig config, const EGLint *attrib_list);\nDECLARE_ASN1_FUNCTIONS(X)\ntypedef struct ossl_msg_st OSSL_MSG;\nstatic GPG_ERR_INLINE gpg_error_t\ngpg_error (gpg_err_code_t code)\n{\n  return 0;\n}\ntypedef unsigned long size_t;\ntypedef void (GL_APIENTRYP PFNGLCOMPILESHADERPROC) (GLuint shader);\n";
+    let src = "typedef EGLBoolean (EGLAPIENTRYP PFNEGLWAITGLPROC) (void);\ntypedef EGLContext (EGLAPIENTRYP PFNEGLCREATECONTEXTPROC) (EGLDisplay dpy, EGLConfig config, const EGLint *attrib_list);\nDECLARE_ASN1_FUNCTIONS(X)\ntypedef struct ossl_msg_st OSSL_MSG;\nstatic GPG_ERR_INLINE gpg_error_t\ngpg_error (gpg_err_code_t code)\n{\n  return 0;\n}\ntypedef unsigned long size_t;\ntypedef void (GL_APIENTRYP PFNGLCOMPILESHADERPROC) (GLuint shader);\ntypedef uint32_t __attribute__((__may_alias__)) u32;\n";
     let all = paths("c", src);
     has(&all, "PFNEGLWAITGLPROC", "type", 1);
     has(&all, "PFNEGLCREATECONTEXTPROC", "type", 2);
@@ -215,9 +242,17 @@ fn c_definitions_behind_macros_the_grammar_cannot_expand() {
     has(&all, "gpg_error", "function", 6);
     has(&all, "size_t", "type", 10);
     has(&all, "PFNGLCOMPILESHADERPROC", "type", 11);
+    has(&all, "u32", "type", 12);
     // the parameters, the return type and the swallowed keyword are no
     // definitions
-    for wrong in ["attrib_list", "const", "EGLint", "gpg_error_t", "typedef"] {
+    for wrong in [
+        "attrib_list",
+        "const",
+        "EGLint",
+        "gpg_error_t",
+        "typedef",
+        "__attribute__",
+    ] {
         assert!(all.iter().all(|(p, ..)| p != wrong), "{wrong} in {all:#?}");
     }
 }

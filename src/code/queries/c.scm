@@ -4,11 +4,11 @@
 ; The name is right before the parameters: a macro before the return
 ; type (`static INLINE_MACRO T name(args)`) makes the grammar read the
 ; return type as the name and the name as an error between them.
-(function_definition declarator: (function_declarator declarator: (identifier) @name . parameters: (_))) @definition.function
-(function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name . parameters: (_)))) @definition.function
-(function_definition declarator: (pointer_declarator declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name . parameters: (_))))) @definition.function
-(function_definition declarator: (function_declarator declarator: (identifier) . (ERROR . (identifier) @name .) . parameters: (_))) @definition.function
-(function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) . (ERROR . (identifier) @name .) . parameters: (_)))) @definition.function
+(function_definition declarator: (function_declarator declarator: (identifier) @name . parameters: (_)) body: (_)) @definition.function
+(function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name . parameters: (_))) body: (_)) @definition.function
+(function_definition declarator: (pointer_declarator declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name . parameters: (_)))) body: (_)) @definition.function
+(function_definition declarator: (function_declarator declarator: (identifier) . (ERROR . (identifier) @name .) . parameters: (_)) body: (_)) @definition.function
+(function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) . (ERROR . (identifier) @name .) . parameters: (_))) body: (_)) @definition.function
 (declaration declarator: (function_declarator declarator: (identifier) @name . parameters: (_))) @definition.prototype
 (declaration declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name . parameters: (_)))) @definition.prototype
 (declaration declarator: (pointer_declarator declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name . parameters: (_))))) @definition.prototype
@@ -42,7 +42,12 @@
   (pointer_declarator declarator: (pointer_declarator declarator: (function_declarator declarator:
     (parenthesized_declarator (pointer_declarator declarator: (type_identifier) @name)))))
 ]) @definition.type
- (#not-match? @definition.type "^typedef\\s+\\w+\\s*[(]\\s*\\w+\\s+\\w+\\s*[)]"))
+ (#not-match? @definition.type "^typedef\\s+\\w+\\s*[(]\\s*\\w+\\s+\\w+\\s*[)]")
+ (#not-eq? @name "__attribute__"))
+; An attribute (or a macro for one) between the type and the name
+; (`typedef int __bitwise __sum16;`, `typedef T __attribute__((..)) u32;`):
+; the grammar reads it as the declarator and the name as an error after it.
+(type_definition declarator: (_) . (ERROR . (identifier) @name .)) @definition.type
 ; `typedef void (CALLCONV NAME)(args)` (GLES's `GL_APIENTRYP`): the
 ; grammar reads the macro as an error before the name.
 (type_definition declarator: (function_declarator declarator: (parenthesized_declarator (ERROR) . (type_identifier) @name))) @definition.type

@@ -24,6 +24,24 @@
       property: (property_identifier) @name)
     right: [(function_expression) (arrow_function) (generator_function)])
   (#eq? @_prototype "prototype")) @definition.method
+; A function exported by assignment, anywhere (CommonJS builds often put
+; `exports.f = function` inside an `if` or a wrapper function).
+(expression_statement
+  (assignment_expression
+    left: (member_expression
+      object: [(identifier) @_exports (member_expression property: (property_identifier) @_exports)]
+      property: (property_identifier) @name)
+    right: [(function_expression) (arrow_function) (generator_function)])
+  (#eq? @_exports "exports")) @definition.function
+; A function assigned to a name declared before (`var f; .. f = function
+; () {..}`), anywhere.
+(expression_statement
+  (assignment_expression
+    left: (identifier) @name
+    right: [(function_expression) (arrow_function) (generator_function)])) @definition.function
+; A class held by a variable (`var Hono = class extends Base {..}`).
+(lexical_declaration (variable_declarator name: (identifier) @name value: (class))) @definition.class
+(variable_declaration (variable_declarator name: (identifier) @name value: (class))) @definition.class
 ; A function assigned to a property at top level (`exports.f = function`,
 ; `module.exports.f = ..`, `Field.d = function ..`).
 (program
