@@ -132,7 +132,7 @@ const PROCESS_STATE: &[(&str, &str)] = &[
     ),
     (
         "coder/outlines.rs",
-        "the outlines of this machine's files under an unchanged stamp, a fact of the file kept like the revision cache's hashes (at most 65 536 files)",
+        "the outlines of this machine's files under an unchanged stamp or by the revision of their bytes, facts of the bytes kept like the revision cache's hashes (at most 65 536 and 1 024 files)",
     ),
     (
         "coder/search/scan.rs",

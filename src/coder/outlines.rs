@@ -56,3 +56,32 @@ pub fn of(raw: &str, at: &Resolved, max_read: u64) -> Option<(Arc<Outline>, Opti
     }
     Some((outline, Some(src)))
 }
+
+/// Outlines by the revision of the bytes they were parsed from: exact for
+/// any read that has its bytes' revision (every `coder::symbols` of a
+/// file hashes what it read). At most [`BY_REVISION`] kept; when full it
+/// starts over.
+static BY_REVISION: LazyLock<Mutex<HashMap<String, Arc<Outline>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Outlines kept by revision.
+pub const BY_REVISION_CAP: usize = 1024;
+
+/// The outline of a source as read (parsed, or kept from a read of the
+/// same bytes); `Err` is the note that says why there is none. Blocking.
+pub fn of_source(src: &Source) -> Result<Arc<Outline>, String> {
+    if let Some(o) = BY_REVISION
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&src.revision)
+    {
+        return Ok(o.clone());
+    }
+    let o = Arc::new(source::outline_of(src)?);
+    let mut kept = BY_REVISION.lock().unwrap_or_else(|p| p.into_inner());
+    if kept.len() >= BY_REVISION_CAP {
+        kept.clear();
+    }
+    kept.insert(src.revision.clone(), o.clone());
+    Ok(o)
+}

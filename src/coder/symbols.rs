@@ -190,7 +190,7 @@ fn file(
     let src = source::read(&req.path, at, rt.config.fs.max_read_bytes)?;
     let path = source::shown(&at.path);
     let budget = budget(&req);
-    let (outline, note) = match source::outline_of(&src) {
+    let (outline, note) = match super::outlines::of_source(&src) {
         Ok(o) => (Some(o), None),
         Err(n) => (None, Some(n)),
     };
