@@ -196,7 +196,9 @@ pub(crate) fn matches(
     let max_read = rt.config.fs.max_read_bytes;
     let found = source::parallel(&files, |(p, at)| {
         let raw = source::shown(p);
-        let (o, _) = outlines::of(&raw, at, max_read)?;
+        // a file that does not hold the name cannot define it
+        let needle = (!substring).then(|| pattern.name());
+        let (o, _) = outlines::of_holding(&raw, at, max_read, needle)?;
         let hits: Vec<Found> = o
             .matching(pattern, substring, kinds)
             .into_iter()

@@ -27,6 +27,18 @@ static KEPT: LazyLock<Mutex<Kept>> = LazyLock::new(|| Mutex::new(HashMap::new())
 /// were read. `None` for a file in no language ide parses, unreadable, too
 /// large, or gone. Blocking.
 pub fn of(raw: &str, at: &Resolved, max_read: u64) -> Option<(Arc<Outline>, Option<Source>)> {
+    of_holding(raw, at, max_read, None)
+}
+
+/// [`of`], for a file that holds `needle`: a file read here that does not
+/// is not parsed (`None`), so a scan for a name parses only the files
+/// that can define it.
+pub fn of_holding(
+    raw: &str,
+    at: &Resolved,
+    max_read: u64,
+    needle: Option<&str>,
+) -> Option<(Arc<Outline>, Option<Source>)> {
     let (file, md) = at.loc().open_regular(raw).ok()?;
     if crate::code::lang::detect(&at.path, None).is_none() && at.path.extension().is_some() {
         return None;
@@ -44,6 +56,9 @@ pub fn of(raw: &str, at: &Resolved, max_read: u64) -> Option<(Arc<Outline>, Opti
     }
     let read_at = SystemTime::now();
     let src = source::read_open(raw, &at.path, file.try_clone().ok()?, &md, max_read).ok()?;
+    if let Some(n) = needle.filter(|n| !n.is_empty()) {
+        memchr::memmem::find(&src.bytes, n.as_bytes())?;
+    }
     let outline = Arc::new(source::outline_of(&src).ok()?);
     // the bytes are those of the stamp only if it did not move meanwhile
     let after = file.metadata().ok()?;

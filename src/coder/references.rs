@@ -241,6 +241,8 @@ pub(crate) fn scan(
         if lang.is_some_and(|w| w.id != l.id) {
             return None;
         }
+        // what the content index did not rule out may still lack the word
+        memchr::memmem::find(&src.bytes, name.as_bytes())?;
         let tree = crate::code::outline::parse(l, &src.bytes).ok()?;
         let o = crate::code::outline::of_tree(l, &tree, &src.bytes);
         let occ = occurrences::find(l, &tree, &src.bytes, &o, name);
