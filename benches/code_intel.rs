@@ -25,7 +25,7 @@ mod search_tree;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use ide::code::{lang, occurrences, outline};
+use ide::code::{lang, outline};
 use ide::config::Config;
 use search_tree::{MAX_READ_BYTES, measure, median, ms};
 use serde_json::{Value, json};
@@ -209,9 +209,7 @@ async fn bench() {
                 time(|| {
                     for (b, l) in &set {
                         let tree = outline::parse(l, b).unwrap();
-                        let o = outline::of_tree(l, &tree, b);
-                        let ids = occurrences::identifiers(l, &tree, b);
-                        std::hint::black_box((o, ids));
+                        std::hint::black_box(outline::of_tree_and_identifiers(l, &tree, b));
                     }
                 })
                 .0,

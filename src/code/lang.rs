@@ -14,7 +14,6 @@
 //! the other captures are read as sets of node kinds, which a walk of the
 //! tree checks without running a query.
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{LazyLock, OnceLock};
 use tree_sitter::{Language, Query};
@@ -126,12 +125,35 @@ pub struct Compiled {
     pub def_kind: Vec<Option<&'static str>>,
     pub name_capture: u32,
     pub parent_capture: Option<u32>,
-    pub wrapper: HashSet<u16>,
-    pub wrapper_single: HashSet<u16>,
-    pub leading: HashSet<u16>,
-    pub import: HashSet<u16>,
-    pub identifier: HashSet<u16>,
-    pub exclude: HashSet<u16>,
+    pub wrapper: KindSet,
+    pub wrapper_single: KindSet,
+    pub leading: KindSet,
+    pub import: KindSet,
+    pub identifier: KindSet,
+    pub exclude: KindSet,
+}
+
+/// A set of node kinds, as a bit per kind id: checked at every node of a
+/// walk, so a lookup is one index, not a hash.
+#[derive(Debug, Clone, Default)]
+pub struct KindSet(Vec<bool>);
+
+impl KindSet {
+    pub fn insert(&mut self, kind: u16) {
+        let i = usize::from(kind);
+        if self.0.len() <= i {
+            self.0.resize(i + 1, false);
+        }
+        self.0[i] = true;
+    }
+
+    pub fn contains(&self, kind: &u16) -> bool {
+        self.0.get(usize::from(*kind)).copied().unwrap_or(false)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.0.contains(&true)
+    }
 }
 
 /// The kinds a definition may have (`@definition.<kind>`), as answers
@@ -285,7 +307,7 @@ fn compile(lang: &'static Lang, id: u8) -> Result<Compiled, String> {
         .ok_or("no @name capture")?;
     let parent_capture = defs.capture_index_for_name("parent");
     // The other captures: one node kind per pattern.
-    let mut sets: [HashSet<u16>; 6] = Default::default();
+    let mut sets: [KindSet; 6] = Default::default();
     let names = [
         "@wrapper.single",
         "@wrapper",

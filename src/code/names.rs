@@ -74,18 +74,25 @@ impl Pattern {
 /// How well a symbol matches, for ranking (lower is better): exact name
 /// before a case-insensitive one before a substring, then a shorter path.
 pub fn rank(pattern: &Pattern, path: &[&str]) -> (u8, usize) {
-    let last = path.last().copied().unwrap_or("");
+    (
+        grade(pattern, path.last().copied().unwrap_or("")),
+        path.len(),
+    )
+}
+
+/// How well a name matches the pattern's last part (lower is better):
+/// exact, then in another case, then a prefix, then a substring.
+pub fn grade(pattern: &Pattern, name: &str) -> u8 {
     let q = pattern.name();
-    let grade = if last == q {
+    if name == q {
         0
-    } else if last.eq_ignore_ascii_case(q) {
+    } else if name.eq_ignore_ascii_case(q) {
         1
-    } else if last.starts_with(q) {
+    } else if name.starts_with(q) {
         2
     } else {
         3
-    };
-    (grade, path.len())
+    }
 }
 
 #[cfg(test)]

@@ -161,24 +161,3 @@ pub fn preorder<'t>(tree: &'t Tree, mut visit: impl FnMut(Node<'t>) -> bool) {
         }
     }
 }
-
-/// Every distinct identifier of a file (for the reference graph), skipping
-/// those inside excluded nodes. Sorted, deduplicated.
-pub fn identifiers(lang: &Compiled, tree: &Tree, text: &[u8]) -> Vec<String> {
-    let mut out: Vec<&[u8]> = Vec::new();
-    preorder(tree, |n| {
-        let k = n.kind_id();
-        if lang.exclude.contains(&k) {
-            return false;
-        }
-        if lang.identifier.contains(&k) {
-            out.push(&text[n.byte_range()]);
-        }
-        true
-    });
-    out.sort_unstable();
-    out.dedup();
-    out.into_iter()
-        .filter_map(|b| std::str::from_utf8(b).ok().map(str::to_string))
-        .collect()
-}

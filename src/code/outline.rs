@@ -131,6 +131,26 @@ type Reading<'t> = (usize, Node<'t>, Node<'t>, &'static str, Option<Node<'t>>);
 
 /// The outline of a parsed tree.
 pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
+    walk_tree(lang, tree, text, false).0
+}
+
+/// The outline of a parsed tree and the distinct identifiers the file
+/// uses (sorted), from the same walk of the tree (the symbol index needs
+/// both; a walk of a large tree costs about a third of its parse).
+pub fn of_tree_and_identifiers(
+    lang: &'static Compiled,
+    tree: &Tree,
+    text: &[u8],
+) -> (Outline, Vec<String>) {
+    walk_tree(lang, tree, text, true)
+}
+
+fn walk_tree(
+    lang: &'static Compiled,
+    tree: &Tree,
+    text: &[u8],
+    identifiers: bool,
+) -> (Outline, Vec<String>) {
     let root = tree.root_node();
     let mut cursor = tree_sitter::QueryCursor::new();
     cursor.set_match_limit(4096);
@@ -178,6 +198,7 @@ pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
         tree,
         text,
         defs.iter().map(|(_, n, ..)| n.id()).collect(),
+        identifiers,
     );
     let mut syms: Vec<Sym> = Vec::with_capacity(defs.len());
     // enclosing definitions: (end byte, index)
@@ -228,11 +249,21 @@ pub fn of_tree(lang: &'static Compiled, tree: &Tree, text: &[u8]) -> Outline {
         }
         syms.push(sym);
     }
-    Outline {
-        lang,
-        syms,
-        has_errors: root.has_error(),
-    }
+    let mut idents: Vec<String> = walked
+        .identifiers
+        .iter()
+        .filter_map(|b| std::str::from_utf8(b).ok().map(str::to_string))
+        .collect();
+    idents.sort_unstable();
+    idents.dedup();
+    (
+        Outline {
+            lang,
+            syms,
+            has_errors: root.has_error(),
+        },
+        idents,
+    )
 }
 
 /// What one walk of the tree tells about the definitions: their nearest
@@ -246,6 +277,8 @@ struct Walked<'t> {
     /// Leading-kind nodes that start their own line: (end without
     /// trailing whitespace, start), sorted.
     leads: Vec<(usize, usize)>,
+    /// The text of every identifier outside excluded nodes (when asked).
+    identifiers: Vec<&'t [u8]>,
 }
 
 /// Ancestors kept per definition (wrappers nest shallowly).
@@ -255,22 +288,30 @@ impl<'t> Walked<'t> {
     fn of(
         lang: &Compiled,
         tree: &'t Tree,
-        text: &[u8],
+        text: &'t [u8],
         defs: std::collections::HashSet<usize>,
+        want_identifiers: bool,
     ) -> Walked<'t> {
         let mut ancestors = HashMap::with_capacity(defs.len());
         let mut leads = Vec::new();
+        let mut identifiers = Vec::new();
         let mut stack: Vec<Node<'t>> = Vec::new();
         let mut c = tree.walk();
         'walk: loop {
             let n = c.node();
+            let k = n.kind_id();
+            // nothing of a string literal is a definition or an occurrence
+            let skip = lang.exclude.contains(&k);
+            if want_identifiers && !skip && lang.identifier.contains(&k) {
+                identifiers.push(&text[n.byte_range()]);
+            }
             if defs.contains(&n.id()) {
                 ancestors.insert(
                     n.id(),
                     stack.iter().rev().take(ANCESTORS).copied().collect(),
                 );
             }
-            if lang.leading.contains(&n.kind_id()) {
+            if lang.leading.contains(&k) {
                 let line_start = text[..n.start_byte()]
                     .iter()
                     .rposition(|b| *b == b'\n')
@@ -286,7 +327,7 @@ impl<'t> Walked<'t> {
                     leads.push((end, n.start_byte()));
                 }
             }
-            if c.goto_first_child() {
+            if !skip && c.goto_first_child() {
                 stack.push(n);
                 continue;
             }
@@ -301,7 +342,11 @@ impl<'t> Walked<'t> {
             }
         }
         leads.sort_unstable();
-        Walked { ancestors, leads }
+        Walked {
+            ancestors,
+            leads,
+            identifiers,
+        }
     }
 
     /// The range of a definition with the wrappers that belong to it.

@@ -127,11 +127,14 @@ async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput,
         let (found, ..) = find_symbol::matches(
             &rt,
             &services,
-            None,
-            req.base_dir.as_deref(),
-            &pattern,
-            false,
-            &[],
+            &find_symbol::Query {
+                path: None,
+                base_dir: req.base_dir.as_deref(),
+                pattern: &pattern,
+                substring: false,
+                kinds: &[],
+                keep: 8 * MAX_LOCATIONS,
+            },
         )?;
         let mut elsewhere: Vec<(u8, Location)> = found
             .into_iter()

@@ -114,7 +114,20 @@ async fn find(ctx: &Ctx, req: FindSymbolInput) -> Result<FindSymbolOutput, Failu
     blocking(move || run(&rt, &services, &req, &pattern)).await
 }
 
-/// Every match of `pattern` (blocking), ranked, before the caps; the
+/// What [`matches`] looks for.
+#[derive(Clone, Copy)]
+pub(crate) struct Query<'a> {
+    /// The folder (or file) to look in (default: the primary root).
+    pub path: Option<&'a str>,
+    pub base_dir: Option<&'a str>,
+    pub pattern: &'a Pattern,
+    pub substring: bool,
+    pub kinds: &'a [String],
+    /// The best matches kept (all are counted).
+    pub keep: usize,
+}
+
+/// Every match of `pattern` (blocking), ranked, the best `keep` kept; the
 /// files consulted; and how they were found: from the symbol index
 /// (`Served::Index`), or by reading the files the content index admits for
 /// the name, or every source file (with why the symbol index did not
@@ -122,12 +135,16 @@ async fn find(ctx: &Ctx, req: FindSymbolInput) -> Result<FindSymbolOutput, Failu
 pub(crate) fn matches(
     rt: &Arc<crate::runtime::Runtime>,
     services: &crate::services::Services,
-    path: Option<&str>,
-    base_dir: Option<&str>,
-    pattern: &Pattern,
-    substring: bool,
-    kinds: &[String],
-) -> Result<(Vec<Found>, u32, Served), Failure> {
+    q: &Query<'_>,
+) -> Result<(Vec<Found>, usize, u32, Served), Failure> {
+    let Query {
+        path,
+        base_dir,
+        pattern,
+        substring,
+        kinds,
+        keep,
+    } = *q;
     let raw = path.unwrap_or(".");
     let scope = base_dir
         .map(|b| rt.policy.resolve_scope(b, crate::error::Surface::Coder))
@@ -144,36 +161,49 @@ pub(crate) fn matches(
             .symbols
             .with(&services.index, rt, &at, |t, lease, round| {
                 let root = lease.root_at();
-                let hits = t.find(round, pattern, substring, kinds);
                 let files = t.files_met(round).count() as u32;
+                // rank on what the table holds, then make answers of the best
+                let mut hits = t.find(round, pattern, substring, kinds);
+                let total = hits.len();
+                let key = |h: &crate::index::symbols::Hit| {
+                    let f = t.file(h.file).expect("a hit's file");
+                    let sym = &f.syms[h.sym as usize];
+                    (
+                        names::grade(pattern, t.name(sym.name)),
+                        h.depth,
+                        f.rel.as_path(),
+                        sym.line,
+                    )
+                };
+                hits.sort_by(|a, b| key(a).cmp(&key(b)));
+                hits.truncate(keep);
                 let found: Vec<Found> = hits
                     .into_iter()
-                    .filter_map(|(fid, si, np, _)| {
-                        let f = t.file(fid)?;
-                        let sym = &f.syms[si as usize];
-                        let parts: Vec<&str> = np.split('/').collect();
+                    .filter_map(|h| {
+                        let f = t.file(h.file)?;
+                        let sym = &f.syms[h.sym as usize];
+                        let name = t.name(sym.name);
                         Some(Found {
-                            rank: names::rank(pattern, &parts),
+                            rank: (names::grade(pattern, name), h.depth),
                             path: source::shown(&root.path.join(&f.rel)),
                             at: root.below(&f.rel),
                             language: crate::code::lang::LANGS[f.lang as usize].name,
-                            name: t.name(sym.name).to_string(),
+                            name: name.to_string(),
                             kind: crate::code::lang::KINDS[sym.kind as usize],
                             line: sym.line,
                             column: sym.column,
                             end_line: sym.end_line,
                             start: sym.start as usize,
                             signature: None,
-                            name_path: np,
+                            name_path: t.name_path(f, h.sym as usize),
                         })
                     })
                     .collect();
-                (found, files)
+                (found, files, total)
             });
         match from_index {
-            Ok((mut found, files)) => {
-                sort(&mut found);
-                return Ok((found, files, Served::Index));
+            Ok((found, files, total)) => {
+                return Ok((found, total, files, Served::Index));
             }
             Err(crate::index::symbols::NotReady(why)) => Some(why),
         }
@@ -225,12 +255,14 @@ pub(crate) fn matches(
     let scanned = found.iter().filter(|f| f.is_some()).count() as u32;
     let mut all: Vec<Found> = found.into_iter().flatten().flatten().collect();
     sort(&mut all);
+    let total = all.len();
+    all.truncate(keep);
     let served = if narrowed && !substring {
         Served::Narrowed(why)
     } else {
         Served::Scan(why)
     };
-    Ok((all, scanned, served))
+    Ok((all, total, scanned, served))
 }
 
 fn sort(found: &mut [Found]) {
@@ -307,17 +339,21 @@ fn run(
     req: &FindSymbolInput,
     pattern: &Pattern,
 ) -> Result<FindSymbolOutput, Failure> {
-    let (all, files_scanned, served) = matches(
+    let max = req.max_results.unwrap_or(DEFAULT_MAX_RESULTS) as usize;
+    let (all, total, files_scanned, served) = matches(
         rt,
         services,
-        req.path.as_deref(),
-        req.base_dir.as_deref(),
-        pattern,
-        req.substring,
-        &req.kinds,
+        &Query {
+            path: req.path.as_deref(),
+            base_dir: req.base_dir.as_deref(),
+            pattern,
+            substring: req.substring,
+            kinds: &req.kinds,
+            // one past the cap: whether it cut anything
+            keep: max.saturating_add(1),
+        },
     )?;
-    let total = all.len() as u32;
-    let max = req.max_results.unwrap_or(DEFAULT_MAX_RESULTS) as usize;
+    let total = total as u32;
     let budget = req
         .max_answer_bytes
         .unwrap_or(super::symbols::DEFAULT_ANSWER_BYTES) as usize;

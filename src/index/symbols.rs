@@ -88,6 +88,15 @@ pub struct FileSyms {
     seen: u64,
 }
 
+/// A definition a query names.
+#[derive(Debug, Clone, Copy)]
+pub struct Hit {
+    pub file: u32,
+    pub sym: u32,
+    /// Parts of its name path.
+    pub depth: usize,
+}
+
 /// Names, each stored once.
 #[derive(Debug, Default)]
 struct Interner {
@@ -170,8 +179,8 @@ pub fn parse_at(at: &Resolved, max_read: u64) -> Option<Parsed> {
         .ok()?;
     let l = lang::detect(&at.path, Some(&bytes))?;
     let tree = outline::parse(l, &bytes).ok()?;
-    let o = outline::of_tree(l, &tree, &bytes);
-    let refs = crate::code::occurrences::identifiers(l, &tree, &bytes)
+    let (o, idents) = outline::of_tree_and_identifiers(l, &tree, &bytes);
+    let refs = idents
         .into_iter()
         .filter(|r| r.len() <= MAX_REF_LEN)
         .collect();
@@ -428,16 +437,56 @@ impl Table {
         round
     }
 
-    /// The (file, symbol) of every definition `pattern` names among the
-    /// files met by round `round`, of `kinds` (empty: all), each with its
-    /// name path and overload number.
+    /// The names of symbol `s`'s name path, its own first, then its owner
+    /// and its ancestors' (no allocation).
+    fn chain<'a>(&'a self, f: &'a FileSyms, s: usize) -> impl Iterator<Item = &'a str> + 'a {
+        let mut cur = Some(s);
+        let mut owner_next: Option<u32> = None;
+        std::iter::from_fn(move || {
+            if let Some(o) = owner_next.take() {
+                return Some(self.name(o));
+            }
+            let j = cur?;
+            let sym = &f.syms[j];
+            cur = (sym.parent != NONE).then_some(sym.parent as usize);
+            if sym.owner != NONE {
+                owner_next = Some(sym.owner);
+            }
+            Some(self.name(sym.name))
+        })
+    }
+
+    /// Whether symbol `s` of `f` matches `pattern` (see
+    /// [`Pattern::matches`]), comparing its chain of names in place.
+    fn matches(&self, f: &FileSyms, s: usize, pattern: &Pattern, substring: bool) -> bool {
+        let k = pattern.parts.len();
+        let mut chain = self.chain(f, s);
+        for (i, want) in pattern.parts.iter().rev().enumerate() {
+            let Some(got) = chain.next() else {
+                return false;
+            };
+            let ok = if i == 0 && substring {
+                got.to_lowercase().contains(&want.to_lowercase())
+            } else {
+                got == want
+            };
+            if !ok {
+                return false;
+            }
+        }
+        let _ = k;
+        !pattern.absolute || chain.next().is_none()
+    }
+
+    /// Every definition `pattern` names among the files met by replay
+    /// round `round`, of `kinds` (empty: all), unranked.
     pub fn find(
         &self,
         round: u64,
         pattern: &Pattern,
         substring: bool,
         kinds: &[String],
-    ) -> Vec<(u32, u32, String, usize)> {
+    ) -> Vec<Hit> {
         let ids: Vec<u32> = if substring {
             let q = pattern.name().to_lowercase();
             self.names
@@ -464,27 +513,33 @@ impl Table {
                 let Some(f) = self.file(*fid).filter(|f| f.seen == round) else {
                     continue;
                 };
-                let sym = &f.syms[*s as usize];
+                let si = *s as usize;
+                let sym = &f.syms[si];
                 let kind = lang::KINDS[sym.kind as usize];
                 if !kinds.is_empty() && !kinds.iter().any(|k| k == kind) {
                     continue;
                 }
-                let np = self.name_path(f, *s as usize);
-                let parts: Vec<&str> = np.split('/').collect();
-                if !pattern.matches(&parts, substring) {
+                if !self.matches(f, si, pattern, substring) {
                     continue;
                 }
-                // the overload number: its place among the file's symbols
-                // with the same name path
-                let nth = f.syms[..*s as usize]
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, o)| o.name == sym.name && self.name_path(f, *j) == np)
-                    .count();
-                if pattern.overload.is_some_and(|n| n != nth) {
-                    continue;
+                if let Some(n) = pattern.overload {
+                    // its place among the file's symbols of the same name path
+                    let nth = f.syms[..si]
+                        .iter()
+                        .enumerate()
+                        .filter(|(j, o)| {
+                            o.name == sym.name && self.chain(f, *j).eq(self.chain(f, si))
+                        })
+                        .count();
+                    if nth != n {
+                        continue;
+                    }
                 }
-                out.push((*fid, *s, np, nth));
+                out.push(Hit {
+                    file: *fid,
+                    sym: *s,
+                    depth: self.chain(f, si).count(),
+                });
             }
         }
         out
