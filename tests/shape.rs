@@ -135,6 +135,10 @@ const PROCESS_STATE: &[(&str, &str)] = &[
         "the outlines of this machine's files under an unchanged stamp or by the revision of their bytes, facts of the bytes kept like the revision cache's hashes (at most 65 536 and 1 024 files)",
     ),
     (
+        "coder/references.rs",
+        "the occurrence facts of this machine's files under an unchanged stamp, kept like the revision cache's hashes (at most 64 MiB)",
+    ),
+    (
         "coder/search/scan.rs",
         "read buffers kept between searches (at most 8 of at most 1 MiB), an allocator's free list: memory, not state",
     ),

@@ -30,6 +30,60 @@ pub struct Occurrence {
     pub role: Role,
 }
 
+/// What a file's occurrences of any name are found from: its identifier
+/// tokens (outside excluded nodes) by position, its import statements'
+/// ranges, and where its definitions' names start. Kept per file by
+/// callers that answer many names (a parse costs a hundred times a search
+/// of the bytes).
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// (start, length) of every identifier token, sorted.
+    idents: Vec<(u32, u32)>,
+    /// Import statements' ranges, sorted, disjoint.
+    imports: Vec<(u32, u32)>,
+    /// Where definitions' names start, sorted.
+    defs: Vec<u32>,
+}
+
+impl Facts {
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.idents.len() * 8 + self.imports.len() * 8 + self.defs.len() * 4 + 64
+    }
+}
+
+/// The facts of a parsed file (its outline is of the same tree).
+pub fn facts(lang: &Compiled, tree: &Tree, outline: &Outline) -> Facts {
+    let mut idents = Vec::new();
+    let mut imports = Vec::new();
+    let mut in_import = 0usize;
+    preorder(tree, |n| {
+        let k = n.kind_id();
+        if lang.exclude.contains(&k) {
+            return false;
+        }
+        if lang.import.contains(&k) && n.end_byte() > in_import {
+            imports.push((n.start_byte() as u32, n.end_byte() as u32));
+            in_import = n.end_byte();
+        }
+        if lang.identifier.contains(&k) {
+            idents.push((
+                n.start_byte() as u32,
+                (n.end_byte() - n.start_byte()) as u32,
+            ));
+        }
+        true
+    });
+    idents.sort_unstable();
+    let mut defs: Vec<u32> = outline.syms.iter().map(|s| s.name_start as u32).collect();
+    defs.sort_unstable();
+    Facts {
+        idents,
+        imports,
+        defs,
+    }
+}
+
 /// Every occurrence of `name` in a parsed file, in order. The outline
 /// (of the same tree) tells definitions apart.
 pub fn find(
@@ -39,82 +93,54 @@ pub fn find(
     outline: &Outline,
     name: &str,
 ) -> Vec<Occurrence> {
+    if name.is_empty() || memchr::memmem::find(text, name.as_bytes()).is_none() {
+        return Vec::new();
+    }
+    find_in(&facts(lang, tree, outline), text, name)
+}
+
+/// Every occurrence of `name` in `text`, from its facts.
+pub fn find_in(facts: &Facts, text: &[u8], name: &str) -> Vec<Occurrence> {
     let needle = name.as_bytes();
     if needle.is_empty() {
         return Vec::new();
     }
-    let root = tree.root_node();
-    let hits: Vec<usize> = memchr::memmem::find_iter(text, needle).collect();
-    if hits.is_empty() {
-        return Vec::new();
-    }
-    let regions = Regions::of(lang, tree);
     let mut out = Vec::new();
-    for at in hits {
-        let end = at + needle.len();
-        let Some(node) = root.descendant_for_byte_range(at, end) else {
+    let mut line = 1u32;
+    let mut line_start = 0usize;
+    let mut counted = 0usize;
+    for at in memchr::memmem::find_iter(text, needle) {
+        let i = facts.idents.partition_point(|(s, _)| (*s as usize) < at);
+        let Some((s, len)) = facts.idents.get(i) else {
             continue;
         };
-        if node.start_byte() != at
-            || node.end_byte() != end
-            || !lang.identifier.contains(&node.kind_id())
-            || Regions::holds(&regions.exclude, at)
-        {
+        if *s as usize != at || *len as usize != needle.len() {
             continue;
         }
-        let role = if outline
-            .syms
-            .iter()
-            .any(|s| s.name_start == at && s.name_end == end)
-        {
+        let role = if facts.defs.binary_search(&(at as u32)).is_ok() {
             Role::Definition
-        } else if Regions::holds(&regions.import, at) {
-            Role::Import
         } else {
-            Role::Reference
+            let j = facts.imports.partition_point(|(s, _)| (*s as usize) <= at);
+            if j > 0 && at < facts.imports[j - 1].1 as usize {
+                Role::Import
+            } else {
+                Role::Reference
+            }
         };
-        let p = node.start_position();
+        // lines counted once, forward
+        for nl in memchr::memchr_iter(b'\n', &text[counted..at]) {
+            line += 1;
+            line_start = counted + nl + 1;
+        }
+        counted = at;
         out.push(Occurrence {
-            line: p.row as u32 + 1,
-            column: p.column as u32 + 1,
+            line,
+            column: (at - line_start) as u32 + 1,
             at,
             role,
         });
     }
     out
-}
-
-/// The byte ranges of a file's `@exclude` nodes (outermost) and `@import`
-/// nodes, from one walk (asking each occurrence's ancestors costs a
-/// descent from the root per `parent()`).
-struct Regions {
-    exclude: Vec<(usize, usize)>,
-    import: Vec<(usize, usize)>,
-}
-
-impl Regions {
-    fn of(lang: &Compiled, tree: &Tree) -> Regions {
-        let (mut exclude, mut import) = (Vec::new(), Vec::new());
-        preorder(tree, |n| {
-            let k = n.kind_id();
-            if lang.exclude.contains(&k) {
-                exclude.push((n.start_byte(), n.end_byte()));
-                return false;
-            }
-            if lang.import.contains(&k) {
-                import.push((n.start_byte(), n.end_byte()));
-                return false;
-            }
-            true
-        });
-        Regions { exclude, import }
-    }
-
-    /// Whether one of `ranges` (sorted, disjoint) holds byte `at`.
-    fn holds(ranges: &[(usize, usize)], at: usize) -> bool {
-        let i = ranges.partition_point(|(start, _)| *start <= at);
-        i > 0 && at < ranges[i - 1].1
-    }
 }
 
 /// Whether a node is inside an `@exclude` node (no occurrence there).

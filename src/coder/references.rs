@@ -236,16 +236,22 @@ pub(crate) fn scan(
                 return None;
             }
         }
-        let src = source::read(&raw, at, max_read).ok()?;
+        let (file, md) = at.loc().open_regular(&raw).ok()?;
+        let read_at = std::time::SystemTime::now();
+        let src = source::read_open(&raw, &at.path, file.try_clone().ok()?, &md, max_read).ok()?;
         let l = src.lang?;
         if lang.is_some_and(|w| w.id != l.id) {
             return None;
         }
         // what the content index did not rule out may still lack the word
         memchr::memmem::find(&src.bytes, name.as_bytes())?;
-        let tree = crate::code::outline::parse(l, &src.bytes).ok()?;
-        let o = crate::code::outline::of_tree(l, &tree, &src.bytes);
-        let occ = occurrences::find(l, &tree, &src.bytes, &o, name);
+        let after = file.metadata().ok()?;
+        let facts = facts::of(&md, &after, read_at, || {
+            let tree = crate::code::outline::parse(l, &src.bytes).ok()?;
+            let o = crate::code::outline::of_tree(l, &tree, &src.bytes);
+            Some(occurrences::facts(l, &tree, &o))
+        })?;
+        let occ = occurrences::find_in(&facts, &src.bytes, name);
         Some(
             occ.into_iter()
                 .map(|o| Reference {
@@ -280,4 +286,68 @@ pub(crate) fn line_text(text: &[u8], at: usize) -> String {
         s.push('…');
     }
     s
+}
+
+/// The occurrence facts of files read before ([`occurrences::Facts`]),
+/// kept under the file's identity and stamp with the revision cache's
+/// rules (kept only when the change time was settled at the read, used
+/// only when the stamp is the same before and after this read), so a
+/// repeat `references` or `remove_symbol` check reads and searches a file
+/// instead of parsing it. Bounded: at most [`facts::CAP_BYTES`] held;
+/// when full it starts over.
+pub(crate) mod facts {
+    use crate::code::occurrences::Facts;
+    use crate::coder::search::revisions::Stamp;
+    use std::collections::HashMap;
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::{Arc, LazyLock, Mutex};
+    use std::time::SystemTime;
+
+    /// Bytes of facts held at most.
+    pub const CAP_BYTES: usize = 64 << 20;
+
+    type Key = (u64, u64);
+
+    #[derive(Default)]
+    struct Kept {
+        map: HashMap<Key, (Stamp, Arc<Facts>)>,
+        bytes: usize,
+    }
+
+    static KEPT: LazyLock<Mutex<Kept>> = LazyLock::new(|| Mutex::new(Kept::default()));
+
+    /// The facts of a file whose metadata was `before` when it was opened
+    /// and `after` once read (from `read_at` on): kept ones when the stamp
+    /// is theirs and did not move, else `make`'s (kept when settled).
+    pub fn of(
+        before: &std::fs::Metadata,
+        after: &std::fs::Metadata,
+        read_at: SystemTime,
+        make: impl FnOnce() -> Option<Facts>,
+    ) -> Option<Arc<Facts>> {
+        let key = (before.dev(), before.ino());
+        let stamp = Stamp::of(before);
+        let steady = Stamp::of(after) == stamp;
+        if steady {
+            let kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((s, f)) = kept.map.get(&key)
+                && *s == stamp
+            {
+                return Some(f.clone());
+            }
+        }
+        let facts = Arc::new(make()?);
+        if steady && stamp.settled_at(read_at) {
+            let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+            if kept.bytes + facts.bytes() > CAP_BYTES {
+                kept.map.clear();
+                kept.bytes = 0;
+            }
+            kept.bytes += facts.bytes();
+            if let Some((_, old)) = kept.map.insert(key, (stamp, facts.clone())) {
+                kept.bytes = kept.bytes.saturating_sub(old.bytes());
+            }
+        }
+        Some(facts)
+    }
 }

@@ -539,3 +539,33 @@ async fn a_restarted_worker_takes_its_symbols_from_the_saved_index() {
     assert_eq!(rows(&out, "matches"), ["parser.py:17:helper:function"]);
     assert_eq!(third.services.symbols.describe()[0].1.reused, 0);
 }
+
+#[tokio::test]
+async fn references_after_a_rewrite_are_those_of_the_new_bytes() {
+    let t = tree(&[("a.py", "foo = 1\nbar = foo\n")]);
+    let refs = |out: &Value| {
+        out["references"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["line"].as_u64().unwrap(), r["column"].as_u64().unwrap()))
+            .collect::<Vec<_>>()
+    };
+    let q = json!({"symbol": "foo", "path": "."});
+    assert_eq!(
+        refs(&t.ok("coder::references", q.clone()).await),
+        [(1, 1), (2, 7)]
+    );
+    assert_eq!(
+        refs(&t.ok("coder::references", q.clone()).await),
+        [(1, 1), (2, 7)]
+    );
+    // the same size, the identifiers moved, the modification time put back
+    let p = t.root.join("a.py");
+    let mtime = std::fs::metadata(&p).unwrap().modified().unwrap();
+    std::fs::write(&p, "bar = 1\nfoo = bar\n").unwrap();
+    let f = std::fs::File::options().write(true).open(&p).unwrap();
+    f.set_times(std::fs::FileTimes::new().set_modified(mtime))
+        .unwrap();
+    assert_eq!(refs(&t.ok("coder::references", q).await), [(2, 1)]);
+}
