@@ -37,6 +37,9 @@ impl Catalog {
             crate::coder::find_symbol::def(),
             crate::coder::references::def(),
             crate::coder::definition::def(),
+            crate::coder::hover::def(),
+            crate::coder::diagnostics::def(),
+            crate::coder::rename::def(),
             crate::coder::map::def(),
             crate::coder::change_diff::def(),
             crate::turns::list::def(),
@@ -154,8 +157,9 @@ impl Catalog {
             ));
         }
         out.push_str(
-            "\n`ide functions <id>` prints one function's description and request schema \
-             (`--response` adds what it answers).\n",
+            "\nEvery coder::* function also takes an optional `base_dir` (a session working \
+             directory). `ide functions <id>` prints one function's description and request \
+             schema (`--response` adds what it answers).\n",
         );
         out
     }
@@ -293,6 +297,9 @@ pub fn summary(description: &str) -> &str {
     }
 }
 
+/// Optional parameters a brief line names (the rest are counted).
+const BRIEF_OPTIONAL: usize = 6;
+
 /// One function's line of the brief catalog.
 fn brief_line(d: &FunctionDef) -> String {
     let internal = if d.metadata["internal"] == true {
@@ -306,18 +313,25 @@ fn brief_line(d: &FunctionDef) -> String {
         .flatten()
         .filter_map(Value::as_str)
         .collect();
+    // `base_dir` (every coder::* function) is said once, below the list
     let optional: Vec<&str> = d.request_schema["properties"]
         .as_object()
         .into_iter()
         .flat_map(|p| p.keys())
         .map(String::as_str)
-        .filter(|p| !required.contains(p))
+        .filter(|p| !required.contains(p) && *p != "base_dir")
         .collect();
     let mut parts = Vec::new();
     if !required.is_empty() {
         parts.push(format!("required: {}", required.join(", ")));
     }
-    if !optional.is_empty() {
+    if optional.len() > BRIEF_OPTIONAL {
+        parts.push(format!(
+            "optional: {}, +{} more",
+            optional[..BRIEF_OPTIONAL].join(", "),
+            optional.len() - BRIEF_OPTIONAL
+        ));
+    } else if !optional.is_empty() {
         parts.push(format!("optional: {}", optional.join(", ")));
     }
     let send = if parts.is_empty() {
@@ -325,7 +339,28 @@ fn brief_line(d: &FunctionDef) -> String {
     } else {
         format!("  ({})", parts.join("; "))
     };
-    format!("{}{internal}  {}{send}\n", d.id, summary(d.description))
+    format!(
+        "{}{internal}  {}{send}\n",
+        d.id,
+        clip(summary(d.description), BRIEF_SUMMARY)
+    )
+}
+
+/// Bytes of a description's first sentence a brief line keeps.
+const BRIEF_SUMMARY: usize = 170;
+
+/// `s` cut at a word boundary to at most `max` bytes, with `…` when cut.
+fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut cut = max;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let head = &s[..cut];
+    let head = head.rsplit_once(' ').map_or(head, |(h, _)| h);
+    format!("{}…", head.trim_end_matches([',', ';', ':']))
 }
 
 #[cfg(test)]

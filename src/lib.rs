@@ -51,6 +51,7 @@ pub mod function;
 pub mod index;
 pub mod jail;
 pub mod journal;
+pub mod lsp;
 pub mod mcp;
 pub mod policy;
 pub mod ports;

@@ -30,6 +30,8 @@ pub struct Services {
     pub index: Arc<crate::index::Indexes>,
     /// The symbol index beside it (`coder::find-symbol`, `coder::map`).
     pub symbols: Arc<crate::index::symbols::Symbols>,
+    /// The language servers behind the semantic answers.
+    pub servers: Arc<crate::lsp::Servers>,
 }
 
 impl Services {
@@ -49,6 +51,7 @@ impl Services {
             watch: Arc::new(Registry::new(journals.marks().clone())),
             index: Arc::new(crate::index::Indexes::new()),
             symbols: Arc::new(crate::index::symbols::Symbols::new()),
+            servers: Arc::new(crate::lsp::Servers::new()),
             journals,
         }
     }
@@ -75,12 +78,25 @@ impl Services {
         self.symbols.resume(&self.index, &rt);
     }
 
+    /// Where language servers get their change feeds.
+    pub fn feeds(&self) -> crate::lsp::Feeds {
+        crate::lsp::Feeds {
+            watch: self.watch.clone(),
+            live: self.live.clone(),
+        }
+    }
+
     /// Stop everything the services own (called on worker shutdown):
-    /// every running command's process group and every terminal session
-    /// is killed and reaped, and every watcher of the change feed stops.
+    /// every running command's process group, every language server and
+    /// every terminal session is killed and reaped, and every watcher of the change feed stops.
     pub async fn shutdown(&self) {
         let watch = self.watch.clone();
         let watchers = tokio::task::spawn_blocking(move || watch.shutdown());
-        let _ = tokio::join!(self.jobs.shutdown(), self.pty.shutdown(), watchers);
+        let _ = tokio::join!(
+            self.jobs.shutdown(),
+            self.pty.shutdown(),
+            self.servers.stop_all(),
+            watchers
+        );
     }
 }

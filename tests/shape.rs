@@ -45,6 +45,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             // code understanding (languages, outlines, occurrences) and
             // the content index of coder::search
             "code", "index",
+            // the language servers ide runs for semantic answers
+            "lsp",
             // the functions of those modules sit above, with the others
         ],
     ),

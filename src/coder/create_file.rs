@@ -61,6 +61,9 @@ pub struct CreateFileInput {
     /// Optional per-call session working directory: relative paths anchor here and must stay inside it (C220).
     #[serde(default)]
     pub base_dir: Option<String>,
+    /// Also answer each written file's diagnostics from its language server, after it re-checked the new text (waits up to 5 s; see coder::diagnostics).
+    #[serde(default)]
+    pub diagnostics: bool,
 }
 
 /// Outcome of one entry.
@@ -88,6 +91,9 @@ pub struct CreateFileOutput {
     /// How many entries failed (each carries its own `error`); 0 when all succeeded. When every entry fails, the call itself fails instead, with the entry's error (one entry) or each entry's error in its message.
     pub failed: u64,
     pub results: Vec<CreateFileResult>,
+    /// With `diagnostics: true`: each written file's diagnostics after the server re-checked it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Vec<crate::coder::diagnostics::FileDiagnostics>>,
 }
 
 pub fn def() -> FunctionDef {
@@ -107,6 +113,8 @@ pub fn def() -> FunctionDef {
 }
 
 async fn create(ctx: &Ctx, req: CreateFileInput) -> Result<CreateFileOutput, Failure> {
+    let want_diagnostics = req.diagnostics;
+    let base_dir = req.base_dir.clone();
     if req.files.is_empty() {
         return Err(Failure::bad_input(
             "files is empty; pass at least one {path, content}",
@@ -157,7 +165,21 @@ async fn create(ctx: &Ctx, req: CreateFileInput) -> Result<CreateFileOutput, Fai
         results.iter().map(|r| (r.path.as_str(), r.error.as_ref())),
         "was written",
     )?;
-    Ok(CreateFileOutput { results, failed })
+    let diagnostics = if want_diagnostics {
+        let written: Vec<String> = results
+            .iter()
+            .filter(|r| r.error.is_none())
+            .map(|r| r.path.clone())
+            .collect();
+        Some(crate::coder::diagnostics::after_write(ctx, &written, base_dir.as_deref()).await)
+    } else {
+        None
+    };
+    Ok(CreateFileOutput {
+        results,
+        failed,
+        diagnostics,
+    })
 }
 
 fn prepare(

@@ -43,8 +43,11 @@ pub struct Location {
     pub kind: String,
     pub name_path: String,
     pub signature: String,
-    /// Why it ranks where it does: `same_file`, `imported` (a file whose path matches an import of this file) or `roots`.
+    /// Why it ranks where it does: `server` (the language server's answer), `same_file`, `imported` (a file whose path matches an import of this file) or `roots`.
     pub found_in: String,
+    /// True for a place outside every root (a library, the standard library): its path and position only, columns as the server counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outside_roots: Option<bool>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -55,8 +58,14 @@ pub struct DefinitionOutput {
     pub name: String,
     /// Best first (at most 20); empty when no definition of that name is found.
     pub locations: Vec<Location>,
-    /// `syntactic`: definitions with that name, ranked by scope and imports (not type-checked).
+    /// `semantic`: the language server's answer; `syntactic`: definitions with that name, ranked by scope and imports (not type-checked).
     pub precision: String,
+    /// The language server that answered (semantic answers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language_server: Option<String>,
+    /// Why the answer is syntactic although the file's language has a server (none installed, it crashed, timed out, or found nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Why locations were left out: `max_results` (more than 20) or `budget`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
@@ -66,11 +75,13 @@ pub fn def() -> FunctionDef {
     function(
         "coder::definition",
         "Where the identifier at a position is defined. Send {path, line, column} of an identifier; get {name, \
-         locations: [{path, line, column, end_line, kind, name_path, signature, found_in: \
-         same_file|imported|roots}], precision: \"syntactic\", stop_reason?} — definitions of that name, the \
-         same file's enclosing scopes first, then files matching the file's imports, then \
-         the roots. A position on no identifier is C210 naming what is there. Lines are \
-         1-based; columns are 1-based byte offsets in the line, as in coder::search.",
+         locations: [{path, line, column, end_line, kind, name_path, signature, found_in, \
+         outside_roots?}], precision, language_server?, note?, stop_reason?} — the file's \
+         language server's answer (precision \"semantic\") when it has one, else \
+         (\"syntactic\", note says why) definitions of that name: the same file's enclosing \
+         scopes first, then files matching its imports, then the roots. A position on no \
+         identifier is C210 naming what is there. Lines are 1-based; columns are 1-based byte \
+         offsets in the line, as in coder::search.",
         Flags::NONE,
         |ctx: Ctx, req: DefinitionInput| async move { definition(&ctx, req).await },
     )
@@ -82,9 +93,20 @@ async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput,
     if !at.exists {
         return Err(Failure::not_found(&req.path));
     }
+    // the identifier first: a position on none is an error either way
+    let (raw, at2) = (req.path.clone(), at.clone());
+    let max_read = ctx.runtime.config.fs.max_read_bytes;
+    let (line, column) = (req.line, req.column);
+    let (name, ..) =
+        blocking(move || super::references::identifier_at(&raw, &at2, line, column, max_read))
+            .await?;
+    let note = match semantic(ctx, &req, &at, &name).await? {
+        Ok(out) => return Ok(out),
+        Err(note) => note,
+    };
     let rt = ctx.runtime.clone();
     let services = ctx.services.clone();
-    blocking(move || {
+    let mut out = blocking(move || {
         let max_read = rt.config.fs.max_read_bytes;
         let (name, lang, src, _) =
             super::references::identifier_at(&req.path, &at, req.line, req.column, max_read)?;
@@ -119,6 +141,7 @@ async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput,
                 name_path: o.name_path(i),
                 signature: s.signature.clone(),
                 found_in: "same_file".into(),
+                outside_roots: None,
             });
         }
         // the roots, files matching an import first
@@ -153,6 +176,7 @@ async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput,
                         kind: f.kind.to_string(),
                         name_path: f.name_path,
                         found_in: if imported { "imported" } else { "roots" }.into(),
+                        outside_roots: None,
                     },
                 )
             })
@@ -167,26 +191,151 @@ async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput,
         let budget = req
             .max_answer_bytes
             .unwrap_or(super::symbols::DEFAULT_ANSWER_BYTES) as usize;
-        let mut used = 200 + name.len();
-        let fit = out
-            .iter()
-            .take_while(|l| {
-                used += source::json_len(l) + 1;
-                used <= budget
-            })
-            .count();
-        if fit < out.len() {
-            out.truncate(fit);
-            stop_reason = Some("budget".to_string());
-        }
+        fit_budget(&mut out, budget, 200 + name.len(), &mut stop_reason);
         Ok(DefinitionOutput {
             name,
             locations: out,
             precision: "syntactic".into(),
+            language_server: None,
+            note: None,
             stop_reason,
         })
     })
+    .await?;
+    out.note = note;
+    Ok(out)
+}
+
+/// Keep the locations that fit `budget` bytes of answer.
+fn fit_budget(out: &mut Vec<Location>, budget: usize, base: usize, stop: &mut Option<String>) {
+    let mut used = base;
+    let fit = out
+        .iter()
+        .take_while(|l| {
+            used += source::json_len(l) + 1;
+            used <= budget
+        })
+        .count();
+    if fit < out.len() {
+        out.truncate(fit);
+        *stop = Some("budget".to_string());
+    }
+}
+
+/// The language server's answer, or the note saying why there is none
+/// (the file's own errors are errors).
+async fn semantic(
+    ctx: &Ctx,
+    req: &DefinitionInput,
+    at: &crate::policy::Resolved,
+    name: &str,
+) -> Result<Result<DefinitionOutput, Option<String>>, Failure> {
+    let o = match super::semantic::open(ctx, &req.path, at).await? {
+        Ok(o) => o,
+        Err(u) if u.reason == "no_server" => return Ok(Err(None)),
+        Err(u) => return Ok(Err(Some(super::semantic::fallback_note(&u.message)))),
+    };
+    let v = match ctx
+        .services
+        .servers
+        .request_settled(
+            &o.conn,
+            "textDocument/definition",
+            o.position(req.line, req.column),
+            o.timeout(&ctx.runtime),
+            |v| v.is_null() || v.as_array().is_some_and(|a| a.is_empty()),
+        )
+        .await
+    {
+        Ok(v) => v,
+        Err(f) => return Ok(Err(Some(super::semantic::fallback_note(&f.message)))),
+    };
+    let rt = ctx.runtime.clone();
+    let enc = o.encoding();
+    let (path, text) = (o.path.clone(), o.text.clone());
+    let server = o.conn.name.clone();
+    let name = name.to_string();
+    let budget = req
+        .max_answer_bytes
+        .unwrap_or(super::symbols::DEFAULT_ANSWER_BYTES) as usize;
+    blocking(move || {
+        let mut placer = super::semantic::Placer::new(&rt, enc);
+        placer.know(&path, text);
+        let mut out: Vec<Location> = super::semantic::locations(&v)
+            .iter()
+            .filter_map(|(uri, range)| placer.place(uri, range))
+            .map(|p| {
+                let sym = p
+                    .text
+                    .as_ref()
+                    .and_then(|t| symbol_at(&p.abs, t, p.line, p.column));
+                let (kind, name_path, signature, end_line) = match sym {
+                    Some(s) => s,
+                    None => (String::new(), String::new(), String::new(), p.end_line),
+                };
+                Location {
+                    path: p.path,
+                    line: p.line,
+                    column: p.column,
+                    end_line,
+                    kind,
+                    name_path,
+                    signature,
+                    found_in: "server".into(),
+                    outside_roots: p.outside_roots.then_some(true),
+                }
+            })
+            .collect();
+        if out.is_empty() {
+            let why = if placer.dropped > 0 {
+                "the server's answer pointed only at files the policy does not show"
+            } else {
+                "the server found no definition there"
+            };
+            return Ok(Err(Some(format!("structural answer ({server}: {why})"))));
+        }
+        let mut stop_reason = None;
+        if out.len() > MAX_LOCATIONS {
+            out.truncate(MAX_LOCATIONS);
+            stop_reason = Some("max_results".to_string());
+        }
+        fit_budget(&mut out, budget, 200 + name.len(), &mut stop_reason);
+        Ok(Ok(DefinitionOutput {
+            name,
+            locations: out,
+            precision: "semantic".into(),
+            language_server: Some(server),
+            note: None,
+            stop_reason,
+        }))
+    })
     .await
+}
+
+/// The definition whose name is at (line, column) of a file, else the
+/// innermost one holding that line: (kind, name_path, signature, end_line).
+pub(crate) fn symbol_at(
+    path: &std::path::Path,
+    text: &[u8],
+    line: u32,
+    column: u32,
+) -> Option<(String, String, String, u32)> {
+    let lang = crate::code::lang::detect(path, Some(text))?;
+    let tree = crate::code::outline::parse(lang, text).ok()?;
+    let o = crate::code::outline::of_tree(lang, &tree, text);
+    let exact = (0..o.syms.len()).find(|&i| o.syms[i].line == line && o.syms[i].column == column);
+    let i = exact.or_else(|| {
+        (0..o.syms.len())
+            .filter(|&i| o.syms[i].line <= line && line <= o.syms[i].end_line)
+            .max_by_key(|&i| o.depth(i))
+    })?;
+    let s = &o.syms[i];
+    Some((
+        s.kind.to_string(),
+        o.name_path(i),
+        s.signature.clone(),
+        s.end_line,
+    ))
 }
 
 /// The words of the file's import statements (module and path parts).

@@ -161,6 +161,34 @@ pub struct CodeInfo {
     pub max_parse_bytes: u64,
     /// Each root's symbol index (built after its content index, by the first coder::find-symbol or coder::map), most recently used last. Before it is ready, those functions parse the files (and say so in `served_by`/`note`).
     pub symbol_index: Vec<SymbolIndexRoot>,
+    /// The language servers behind the semantic answers (coder::diagnostics, coder::hover, coder::rename, semantic definition and references): each configured or built-in one, and each instance that ran (one per root).
+    pub language_servers: Vec<LanguageServerInfo>,
+}
+
+/// One language server.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LanguageServerInfo {
+    /// Its name in code.language_servers (python, typescript, c, go, rust, or one configured).
+    pub name: String,
+    /// File extensions it answers for.
+    pub extensions: Vec<String>,
+    /// The program ide runs.
+    pub command: String,
+    /// `not_installed` (how to install it is in `install`), `idle` (starts on the first semantic call), `starting`, `ready` or `crashed` (`last_error` says why).
+    pub state: String,
+    /// The root this instance serves (null: not started for any root).
+    pub root: Option<String>,
+    pub pid: Option<u32>,
+    /// Resident memory of its whole process tree, in bytes (read every 2 s).
+    pub rss_bytes: Option<u64>,
+    /// Times it was started again after stopping unexpectedly.
+    pub restarts: u64,
+    pub last_error: Option<String>,
+    /// Work it reports in progress (indexing): title, message, percentage, seconds so far.
+    pub progress: Vec<String>,
+    /// How to install it (not_installed only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub install: Option<String>,
 }
 
 /// One language.
@@ -245,7 +273,86 @@ fn code_info(ctx: &Ctx) -> CodeInfo {
         languages,
         max_parse_bytes: crate::code::outline::MAX_PARSE_BYTES as u64,
         symbol_index,
+        language_servers: language_servers(ctx),
     }
+}
+
+fn language_servers(ctx: &Ctx) -> Vec<LanguageServerInfo> {
+    let (on, missing) = ctx.runtime.config.code.servers();
+    let running = ctx.services.servers.describe();
+    let mut out = Vec::new();
+    for (name, cfg) in &on {
+        let instances: Vec<_> = running.iter().filter(|d| &d.name == name).collect();
+        if instances.is_empty() {
+            out.push(LanguageServerInfo {
+                name: name.clone(),
+                extensions: cfg.extensions.clone(),
+                command: cfg.command.clone(),
+                state: "idle".into(),
+                root: None,
+                pid: None,
+                rss_bytes: None,
+                restarts: 0,
+                last_error: None,
+                progress: Vec::new(),
+                install: None,
+            });
+        }
+        for d in instances {
+            out.push(LanguageServerInfo {
+                name: name.clone(),
+                extensions: cfg.extensions.clone(),
+                command: cfg.command.clone(),
+                state: d.state.as_str().into(),
+                root: Some(d.root.display().to_string()),
+                pid: d.pid,
+                rss_bytes: d.rss_bytes,
+                restarts: d.restarts,
+                last_error: d.last_error.clone(),
+                progress: d
+                    .progress
+                    .iter()
+                    .map(|p| {
+                        let mut s = p.title.clone();
+                        if let Some(m) = &p.message {
+                            s.push_str(&format!(": {m}"));
+                        }
+                        if let Some(pc) = p.percentage {
+                            s.push_str(&format!(" ({pc}%)"));
+                        }
+                        if let Some(t) = p.since {
+                            s.push_str(&format!(", {} s so far", t.elapsed().as_secs()));
+                        }
+                        s
+                    })
+                    .collect(),
+                install: None,
+            });
+        }
+    }
+    for (name, install) in missing {
+        let cfg = crate::config::builtin_servers()
+            .into_iter()
+            .find(|(n, ..)| *n == name)
+            .map(|(_, c, _)| c);
+        out.push(LanguageServerInfo {
+            extensions: cfg
+                .as_ref()
+                .map(|c| c.extensions.clone())
+                .unwrap_or_default(),
+            command: cfg.map(|c| c.command).unwrap_or_default(),
+            name,
+            state: "not_installed".into(),
+            root: None,
+            pid: None,
+            rss_bytes: None,
+            restarts: 0,
+            last_error: None,
+            progress: Vec::new(),
+            install: Some(install),
+        });
+    }
+    out
 }
 
 fn search_index(ctx: &Ctx) -> SearchIndex {

@@ -60,6 +60,9 @@ pub struct Reference {
     pub text: String,
     /// `definition` (the name of a definition), `import` (inside an import statement) or `reference`.
     pub role: Role,
+    /// True for a place outside every root: path and position only (text empty), columns as the server counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outside_roots: Option<bool>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -76,8 +79,14 @@ pub struct ReferencesOutput {
     pub total: u32,
     /// Files parsed.
     pub files_scanned: u32,
-    /// `syntactic`: identifier tokens of the same text; a same-named unrelated symbol is listed too.
+    /// `semantic`: the language server's references of that symbol (a same-named unrelated one is not listed); `syntactic`: identifier tokens of the same text, a same-named unrelated symbol listed too.
     pub precision: String,
+    /// The language server that answered (semantic answers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language_server: Option<String>,
+    /// Why the answer is syntactic although the file's language has a server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Why occurrences were left out: `max_results` or `budget`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
@@ -88,11 +97,13 @@ pub fn def() -> FunctionDef {
         "coder::references",
         "Every occurrence of an identifier. Send {path, line, column} of it (scope: a folder \
          to look in) or {symbol, path?}; get {name, language, references: [{path, line, \
-         column, text, role: definition|import|reference}], total, files_scanned, precision: \
-         \"syntactic\", stop_reason?} — identifier tokens of that exact text in files of the \
-         same language, never inside comments or string literals, in path order (max_results \
-         default 500). Only files the content index says hold the word are parsed. Lines are \
-         1-based; columns are 1-based byte offsets in the line, as in coder::search.",
+         column, text, role: definition|import|reference, outside_roots?}], total, \
+         files_scanned, precision, language_server?, note?, stop_reason?} — for a position, \
+         the file's language server's references (precision \"semantic\") when it has one; \
+         else (\"syntactic\", note says why) identifier tokens of that exact text in files of \
+         the same language, never in comments or strings, in path order (max_results default \
+         500). Lines are 1-based; columns are 1-based byte offsets in the line, as in \
+         coder::search.",
         Flags::NONE,
         |ctx: Ctx, req: ReferencesInput| async move { references(&ctx, req).await },
     )
@@ -131,6 +142,7 @@ pub(crate) fn identifier_at(
 async fn references(ctx: &Ctx, req: ReferencesInput) -> Result<ReferencesOutput, Failure> {
     let scope = resolve_scope(ctx, req.base_dir.as_deref())?;
     let max_read = ctx.runtime.config.fs.max_read_bytes;
+    let mut note = None;
     let (name, lang, folder) = match (&req.symbol, req.line, req.column) {
         (Some(sym), None, None) => {
             let name = sym.rsplit('/').next().unwrap_or("").trim().to_string();
@@ -147,8 +159,13 @@ async fn references(ctx: &Ctx, req: ReferencesInput) -> Result<ReferencesOutput,
             if !at.exists {
                 return Err(Failure::not_found(&raw));
             }
+            let at2 = at.clone();
             let (name, lang, ..) =
-                blocking(move || identifier_at(&raw, &at, line, column, max_read)).await?;
+                blocking(move || identifier_at(&raw, &at2, line, column, max_read)).await?;
+            match semantic(ctx, &req, &at, &name, line, column).await? {
+                Ok(out) => return Ok(out),
+                Err(n) => note = n,
+            }
             (name, Some(lang), req.scope.clone())
         }
         _ => {
@@ -160,7 +177,135 @@ async fn references(ctx: &Ctx, req: ReferencesInput) -> Result<ReferencesOutput,
     };
     let rt = ctx.runtime.clone();
     let index = ctx.services.index.clone();
-    blocking(move || run(&rt, &index, &req, name, lang, folder)).await
+    let mut out = blocking(move || run(&rt, &index, &req, name, lang, folder)).await?;
+    out.note = note;
+    Ok(out)
+}
+
+/// The language server's references, or the note saying why there are
+/// none (None: the language has no server configured at all).
+async fn semantic(
+    ctx: &Ctx,
+    req: &ReferencesInput,
+    at: &crate::policy::Resolved,
+    name: &str,
+    line: u32,
+    column: u32,
+) -> Result<Result<ReferencesOutput, Option<String>>, Failure> {
+    let raw = req.path.clone().unwrap_or_default();
+    let o = match super::semantic::open(ctx, &raw, at).await? {
+        Ok(o) => o,
+        Err(u) if u.reason == "no_server" => return Ok(Err(None)),
+        Err(u) => return Ok(Err(Some(super::semantic::fallback_note(&u.message)))),
+    };
+    let mut params = o.position(line, column);
+    params["context"] = serde_json::json!({"includeDeclaration": true});
+    let v = match ctx
+        .services
+        .servers
+        .request_settled(
+            &o.conn,
+            "textDocument/references",
+            params,
+            o.timeout(&ctx.runtime),
+            |v| v.is_null() || v.as_array().is_some_and(|a| a.is_empty()),
+        )
+        .await
+    {
+        Ok(v) => v,
+        Err(f) => return Ok(Err(Some(super::semantic::fallback_note(&f.message)))),
+    };
+    let rt = ctx.runtime.clone();
+    let enc = o.encoding();
+    let (path, text) = (o.path.clone(), o.text.clone());
+    let server = o.conn.name.clone();
+    let name = name.to_string();
+    let lang = crate::code::lang::detect(&path, Some(&text)).map(|l| l.lang.name.to_string());
+    let max = req.max_results.unwrap_or(DEFAULT_MAX_RESULTS) as usize;
+    let budget = req
+        .max_answer_bytes
+        .unwrap_or(super::symbols::DEFAULT_ANSWER_BYTES) as usize;
+    blocking(move || {
+        let mut placer = super::semantic::Placer::new(&rt, enc);
+        placer.know(&path, text);
+        let mut places: Vec<super::semantic::Place> = super::semantic::locations(&v)
+            .iter()
+            .filter_map(|(uri, range)| placer.place(uri, range))
+            .collect();
+        places.sort_by(|a, b| (&a.path, a.line, a.column).cmp(&(&b.path, b.line, b.column)));
+        places.dedup_by(|a, b| (&a.path, a.line, a.column) == (&b.path, b.line, b.column));
+        // roles from each file's structure
+        let mut roles: std::collections::HashMap<std::path::PathBuf, Vec<occurrences::Occurrence>> =
+            std::collections::HashMap::new();
+        let all: Vec<Reference> = places
+            .into_iter()
+            .map(|p| {
+                let Some(bytes) = &p.text else {
+                    return Reference {
+                        path: p.path,
+                        line: p.line,
+                        column: p.column,
+                        text: String::new(),
+                        role: Role::Reference,
+                        outside_roots: Some(true),
+                    };
+                };
+                let occ = roles.entry(p.abs.clone()).or_insert_with(|| {
+                    (|| {
+                        let l = crate::code::lang::detect(&p.abs, Some(bytes))?;
+                        let tree = crate::code::outline::parse(l, bytes).ok()?;
+                        let o = crate::code::outline::of_tree(l, &tree, bytes);
+                        let f = occurrences::facts(l, &tree, &o);
+                        Some(occurrences::find_in(&f, bytes, &name))
+                    })()
+                    .unwrap_or_default()
+                });
+                let role = occ
+                    .iter()
+                    .find(|o| o.line == p.line && o.column == p.column)
+                    .map_or(Role::Reference, |o| o.role);
+                let off = super::source::offset_of("", bytes, p.line, p.column).unwrap_or(0);
+                Reference {
+                    text: line_text(bytes, off),
+                    path: p.path,
+                    line: p.line,
+                    column: p.column,
+                    role,
+                    outside_roots: None,
+                }
+            })
+            .collect();
+        let total = all.len() as u32;
+        let files_scanned = roles.len() as u32;
+        let mut used = 300 + name.len();
+        let mut out = Vec::new();
+        let mut stop_reason = None;
+        for r in all {
+            if out.len() >= max {
+                stop_reason = Some("max_results".into());
+                break;
+            }
+            let n = source::json_len(&r) + 1;
+            if used + n > budget {
+                stop_reason = Some("budget".into());
+                break;
+            }
+            used += n;
+            out.push(r);
+        }
+        Ok(Ok(ReferencesOutput {
+            name,
+            language: lang,
+            references: out,
+            total,
+            files_scanned,
+            precision: "semantic".into(),
+            language_server: Some(server),
+            note: None,
+            stop_reason,
+        }))
+    })
+    .await
 }
 
 fn run(
@@ -200,6 +345,8 @@ fn run(
         total,
         files_scanned,
         precision: "syntactic".into(),
+        language_server: None,
+        note: None,
         stop_reason,
     })
 }
@@ -260,6 +407,7 @@ pub(crate) fn scan(
                     column: o.column,
                     text: line_text(&src.bytes, o.at),
                     role: o.role,
+                    outside_roots: None,
                 })
                 .collect::<Vec<_>>(),
         )

@@ -13,6 +13,7 @@ mod removed;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use removed::removed_keys;
@@ -188,6 +189,84 @@ pub struct CodeConfig {
     /// Memory the content index of `coder::search` may hold per root, in bytes (an n-gram filter of every file, about 1.3 KB a source file, kept current by change events and saved in the state directory for the next start; a root over it is searched by scanning, and `coder::info` says so). 0 turns the index off.
     #[serde(default = "d::search_index_max_bytes")]
     pub search_index_max_bytes: u64,
+    /// Language servers behind the semantic answers (coder::diagnostics, coder::hover, coder::rename, semantic coder::definition and coder::references), by name. An entry replaces the built-in of that name and `null` removes one; the built-ins (python: pyright-langserver, typescript: typescript-language-server, c: clangd, go: gopls, rust: rust-analyzer) are used when their program is on PATH.
+    #[serde(default)]
+    pub language_servers: BTreeMap<String, Option<LanguageServerConfig>>,
+}
+
+/// One language server ide runs, one instance per (root, server).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LanguageServerConfig {
+    /// Program (PATH-resolved) or absolute path; it runs like a command of shell::exec (the environment gate, its own process group, killed with its tree).
+    pub command: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// File extensions (without the dot) this server answers for.
+    pub extensions: Vec<String>,
+    /// `initializationOptions` of its `initialize` request.
+    #[serde(default)]
+    pub initialization_options: serde_json::Value,
+    /// What it gets when it asks `workspace/configuration` (the object for each section asked, looked up by its dotted name; null when absent).
+    #[serde(default)]
+    pub settings: serde_json::Value,
+    /// Milliseconds without a request after which it is shut down (default 600000).
+    #[serde(default = "d::lsp_idle_timeout_ms")]
+    pub idle_timeout_ms: u64,
+    /// Resident memory of its process tree past which it is restarted, in bytes (default 2 GiB).
+    #[serde(default = "d::lsp_memory_limit_bytes")]
+    pub memory_limit_bytes: u64,
+    /// How long one request may take before it is cancelled (and the server killed when it does not cancel), in milliseconds (default 15000).
+    #[serde(default = "d::lsp_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+}
+
+impl CodeConfig {
+    /// The language servers in force: the built-ins whose program is on
+    /// PATH, overlaid by `language_servers` (an entry replaces the
+    /// built-in of its name, `null` removes it). The built-ins not on PATH
+    /// are listed apart, with how to install them.
+    pub fn servers(
+        &self,
+    ) -> (
+        BTreeMap<String, LanguageServerConfig>,
+        Vec<(String, String)>,
+    ) {
+        let mut on = BTreeMap::new();
+        let mut missing = Vec::new();
+        for (name, cfg, install) in builtin_servers() {
+            if self.language_servers.contains_key(name) {
+                continue;
+            }
+            if on_path(&cfg.command) {
+                on.insert(name.to_string(), cfg);
+            } else {
+                missing.push((name.to_string(), install.to_string()));
+            }
+        }
+        for (name, cfg) in &self.language_servers {
+            if let Some(cfg) = cfg {
+                on.insert(name.clone(), cfg.clone());
+            }
+        }
+        (on, missing)
+    }
+}
+
+pub use d::builtin_servers;
+
+/// Whether `program` names an executable file (a path) or one on PATH.
+fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let exec = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return exec(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| exec(&dir.join(program))))
 }
 
 /// Terminal sessions.
@@ -226,6 +305,7 @@ impl Default for PtyConfig {
 /// defaults to false, so a config that leaves the jail unset fails closed;
 /// only the shipped seed opts in explicitly.
 mod d {
+    use super::LanguageServerConfig;
     use std::path::PathBuf;
     pub fn yes() -> bool {
         true
@@ -333,6 +413,83 @@ mod d {
     pub fn search_index_max_bytes() -> u64 {
         1024 * 1024 * 1024
     }
+    pub fn lsp_idle_timeout_ms() -> u64 {
+        600_000
+    }
+    pub fn lsp_memory_limit_bytes() -> u64 {
+        2 << 30
+    }
+    pub fn lsp_request_timeout_ms() -> u64 {
+        15_000
+    }
+
+    /// The built-in language servers: name, configuration, how to install.
+    pub fn builtin_servers() -> Vec<(&'static str, LanguageServerConfig, &'static str)> {
+        let server = |command: &str, args: &[&str], ext: &[&str], init: serde_json::Value| {
+            LanguageServerConfig {
+                command: command.to_string(),
+                args: args.iter().map(|a| a.to_string()).collect(),
+                extensions: ext.iter().map(|e| e.to_string()).collect(),
+                initialization_options: init,
+                settings: serde_json::Value::Null,
+                idle_timeout_ms: lsp_idle_timeout_ms(),
+                memory_limit_bytes: lsp_memory_limit_bytes(),
+                request_timeout_ms: lsp_request_timeout_ms(),
+            }
+        };
+        vec![
+            (
+                "python",
+                server(
+                    "pyright-langserver",
+                    &["--stdio"],
+                    &["py", "pyi"],
+                    serde_json::Value::Null,
+                ),
+                "npm install -g pyright",
+            ),
+            (
+                "typescript",
+                server(
+                    "typescript-language-server",
+                    &["--stdio"],
+                    &["ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs"],
+                    // tsserver's own heap, bounded
+                    serde_json::json!({"maxTsServerMemory": 2048}),
+                ),
+                "npm install -g typescript-language-server typescript",
+            ),
+            (
+                "c",
+                server(
+                    "clangd",
+                    // the background index of a whole project is what grows
+                    // without bound; answers for open files need none of it
+                    &["--background-index=false", "--log=error"],
+                    &["c", "h", "cc", "cpp", "cxx", "hh", "hpp", "hxx"],
+                    serde_json::Value::Null,
+                ),
+                "apt-get install clangd",
+            ),
+            (
+                "go",
+                server("gopls", &[], &["go"], serde_json::Value::Null),
+                "apt-get install gopls (or go install golang.org/x/tools/gopls@latest)",
+            ),
+            (
+                "rust",
+                server(
+                    "rust-analyzer",
+                    &[],
+                    &["rs"],
+                    // no proc-macro server, no cargo check on save: the two
+                    // that grow without bound on big workspaces
+                    serde_json::json!({"procMacro": {"enable": false}, "checkOnSave": false, "cachePriming": {"enable": false}}),
+                ),
+                "rustup component add rust-analyzer",
+            ),
+        ]
+    }
 }
 
 impl Default for EnvConfig {
@@ -388,6 +545,7 @@ impl Default for CodeConfig {
             search_default_max_line_bytes: d::search_default_max_line_bytes(),
             search_response_budget_bytes: d::search_response_budget_bytes(),
             search_index_max_bytes: d::search_index_max_bytes(),
+            language_servers: BTreeMap::new(),
         }
     }
 }

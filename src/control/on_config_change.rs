@@ -62,6 +62,11 @@ pub async fn reload(ctx: &Ctx) -> Result<OnConfigChangeResponse, Failure> {
             } else {
                 tracing::debug!("configuration re-fetched, unchanged");
             }
+            if report.changed {
+                // servers of roots no longer served, or reconfigured, stop
+                let rt = ctx.services.live.snapshot();
+                ctx.services.servers.reconfigure(&rt).await;
+            }
             Ok(OnConfigChangeResponse { ok: true })
         }
         Err(err) => {

@@ -334,6 +334,42 @@ pub fn spawn(
     live: &Arc<LiveGroups>,
     outputs: Outputs,
 ) -> Result<Arc<Process>, Failure> {
+    spawn_with(spec, live, outputs, false).map(|(p, _)| p)
+}
+
+/// The two ends of a conversation with a process: what the worker writes
+/// to its stdin and reads from its stdout.
+pub struct Pipes {
+    pub stdin: tokio::process::ChildStdin,
+    pub stdout: tokio::process::ChildStdout,
+}
+
+/// Start `spec` as a process the worker talks to (a language server):
+/// stdin and stdout are handed back as [`Pipes`] instead of being fed and
+/// captured; stderr is captured into `outputs.stderr`. Everything else is
+/// as [`spawn`]: its own process group, tracked tree, reaped, killed whole.
+/// `spec.stdin` is ignored.
+pub fn spawn_piped(
+    spec: &Spec,
+    live: &Arc<LiveGroups>,
+    outputs: Outputs,
+) -> Result<(Arc<Process>, Pipes), Failure> {
+    let (p, pipes) = spawn_with(spec, live, outputs, true)?;
+    match pipes {
+        Some(pipes) => Ok((p, pipes)),
+        None => Err(Failure::io(format!(
+            "{:?} started without its pipes",
+            spec.argv[0]
+        ))),
+    }
+}
+
+fn spawn_with(
+    spec: &Spec,
+    live: &Arc<LiveGroups>,
+    outputs: Outputs,
+    piped: bool,
+) -> Result<(Arc<Process>, Option<Pipes>), Failure> {
     let mut cmd = tokio::process::Command::new(&spec.argv[0]);
     let dir = match &spec.cwd_handle {
         Some(fd) => crate::jail::proc_path(std::os::fd::AsFd::as_fd(&**fd)),
@@ -344,7 +380,7 @@ pub fn spawn(
         cmd.env_clear();
     }
     cmd.envs(&spec.env.vars)
-        .stdin(if spec.stdin.is_some() {
+        .stdin(if piped || spec.stdin.is_some() {
             Stdio::piped()
         } else {
             Stdio::null()
@@ -383,7 +419,12 @@ pub fn spawn(
     let owned = spawning.own(pid);
     let tree = Tree::open(id, pid);
     let mut readers = Vec::new();
-    if let Some(out) = child.stdout.take() {
+    let mut pipes = None;
+    if piped {
+        if let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) {
+            pipes = Some(Pipes { stdin, stdout });
+        }
+    } else if let Some(out) = child.stdout.take() {
         readers.push(tokio::spawn(capture::drain(out, outputs.stdout.clone())));
     }
     if let Some(err) = child.stderr.take() {
@@ -447,7 +488,7 @@ pub fn spawn(
         live.groups.remove(&pid);
         let _ = tx.send(Phase::Done(exit));
     });
-    Ok(process)
+    Ok((process, pipes))
 }
 
 fn spawn_failure(program: &str, e: &std::io::Error) -> Failure {

@@ -194,6 +194,24 @@ impl Watcher {
     }
 }
 
+/// A watcher started by [`Registry::internal`]; dropping it stops the
+/// watcher and joins its thread.
+pub struct InternalWatch {
+    stop: Arc<AtomicBool>,
+    waker: source::Waker,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for InternalWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.waker.wake();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 type SourceFactory = dyn Fn() -> std::io::Result<Box<dyn Source>> + Send + Sync;
 
 /// Every watcher of this worker, keyed by (root, filter).
@@ -353,6 +371,55 @@ impl Registry {
         );
         inner.bindings.insert(binding.id, key);
         Ok(())
+    }
+
+    /// A watcher of the directory at `loc` whose windows go to `sink`
+    /// instead of a binding (the worker's own consumers: language servers
+    /// told of files others change). It stops when the returned handle is
+    /// dropped. Blocking (it walks the directory).
+    pub fn internal(
+        &self,
+        live: &Arc<LiveRuntime>,
+        loc: crate::jail::Loc,
+        sink: Arc<dyn Sink>,
+    ) -> Result<InternalWatch, Failure> {
+        let root = loc.abs();
+        let source = (self.source)().map_err(|e| {
+            Failure::io(format!(
+                "cannot start a watcher for {}: {e}",
+                root.display()
+            ))
+        })?;
+        let cap = live
+            .snapshot()
+            .config
+            .watch
+            .max_paths_per_window
+            .clamp(1, 1 << 24) as usize;
+        let waker = source.waker();
+        let feed = Feed::new(
+            source,
+            Setup {
+                loc,
+                include_ignored: false,
+                cap,
+                marks: self.marks.clone(),
+            },
+            live.clone(),
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = std::thread::Builder::new()
+            .name("ide-watch".to_string())
+            .spawn({
+                let stop = stop.clone();
+                move || feed.run(sink, stop)
+            })
+            .map_err(|e| Failure::io(format!("cannot start a watcher thread: {e}")))?;
+        Ok(InternalWatch {
+            stop,
+            waker,
+            thread: Some(thread),
+        })
     }
 
     /// Detach a binding; the last one of a watcher tears it down.

@@ -107,6 +107,9 @@ pub struct UpdateFileInput {
     /// Optional per-call session working directory: relative paths anchor here and must stay inside it (C220).
     #[serde(default)]
     pub base_dir: Option<String>,
+    /// Also answer each written file's diagnostics from its language server, after it re-checked the new text (waits up to 5 s; see coder::diagnostics).
+    #[serde(default)]
+    pub diagnostics: bool,
 }
 
 /// Post-apply snapshot of the region affected by one op. Line ops and edits echo the affected region with ±2 context lines (a region over 12 lines keeps its first and last 6); regex `replace` ops emit one echo per match site (up to 5, no context): the FIRST and LAST line of the post-replace region. When lines were left out, `elided` says how many and `elided_after` where: `lines[..elided_after]` are lines `from_line`, `from_line + 1`, …; then `elided` lines are skipped; `lines[elided_after..]` start at line `from_line + elided_after + elided`. Without `elided` the lines are consecutive from `from_line`. Line numbers are those right after the op's phase applied (line ops together, then each replace/edit in turn).
@@ -165,6 +168,9 @@ pub struct UpdateFileOutput {
     /// How many entries failed (each carries its own `error`); 0 when all succeeded. When every entry fails, the call itself fails instead, with the entry's error (one entry) or each entry's error in its message.
     pub failed: u64,
     pub results: Vec<UpdateFileResult>,
+    /// With `diagnostics: true`: each written file's diagnostics after the server re-checked it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Vec<crate::coder::diagnostics::FileDiagnostics>>,
 }
 
 pub fn def() -> FunctionDef {
@@ -189,6 +195,8 @@ pub fn def() -> FunctionDef {
 }
 
 async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Failure> {
+    let want_diagnostics = req.diagnostics;
+    let base_dir = req.base_dir.clone();
     if req.files.is_empty() {
         return Err(Failure::bad_input(
             "files is empty; pass at least one {path, ops}",
@@ -252,7 +260,21 @@ async fn update(ctx: &Ctx, req: UpdateFileInput) -> Result<UpdateFileOutput, Fai
         results.iter().map(|r| (r.path.as_str(), r.error.as_ref())),
         "was changed",
     )?;
-    Ok(UpdateFileOutput { results, failed })
+    let diagnostics = if want_diagnostics {
+        let written: Vec<String> = results
+            .iter()
+            .filter(|r| r.error.is_none())
+            .map(|r| r.path.clone())
+            .collect();
+        Some(crate::coder::diagnostics::after_write(ctx, &written, base_dir.as_deref()).await)
+    } else {
+        None
+    };
+    Ok(UpdateFileOutput {
+        results,
+        failed,
+        diagnostics,
+    })
 }
 
 struct Done {
