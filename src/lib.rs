@@ -23,7 +23,8 @@
 //!   state (processes and jobs, terminal sessions, the change feed's
 //!   watchers, the content index behind `coder::search`), and [`code`]:
 //!   code understanding (the languages as data, outlines and occurrences
-//!   from tree-sitter) beneath the code-intelligence functions.
+//!   from tree-sitter) beneath the code-intelligence functions, and
+//!   [`lsp`]: the language servers ide runs for the semantic answers.
 //! - [`services`]: one per worker, holding all of them.
 //! - [`function`]: what a function is (`Ctx`, the typed builder).
 //! - The functions, one file each: [`coder`], [`fs`], [`exec`], [`pty`],

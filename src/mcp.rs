@@ -135,6 +135,8 @@ pub fn hints(id: &str) -> Option<Hints> {
         | "coder::references"
         | "coder::definition"
         | "coder::map"
+        | "coder::hover"
+        | "coder::diagnostics"
         | "coder::change-diff"
         | "shell::turns::list"
         | "shell::status"
@@ -154,6 +156,8 @@ pub fn hints(id: &str) -> Option<Hints> {
         "coder::create-file" | "coder::update-file" | "shell::fs::write" | "shell::fs::sed" => {
             DESTROYS
         }
+        // rewrites every file the language server names
+        "coder::rename" => DESTROYS,
         "coder::delete-file" | "shell::fs::rm" | "shell::fs::chmod" => DESTROYS_ONCE,
         "coder::move" | "shell::fs::mv" | "shell::turns::revert" => DESTROYS,
         "shell::fs::mkdir" => ADDS_ONCE,
@@ -276,6 +280,11 @@ pub trait Backend: Send + Sync + 'static {
     ) -> Result<Value, crate::error::WireError>;
     /// The client is gone: end what the calls started.
     async fn shutdown(&self);
+    /// What the worker is busy with that a waiting call may be waiting
+    /// for (language servers loading a project), for progress messages.
+    fn activity(&self) -> Option<String> {
+        None
+    }
 }
 
 /// In this process, over the worker's own services (`ide mcp`).
@@ -293,6 +302,37 @@ impl Backend for InProcess {
 
     async fn shutdown(&self) {
         self.0.shutdown().await;
+    }
+
+    fn activity(&self) -> Option<String> {
+        let busy: Vec<String> = self
+            .0
+            .servers
+            .describe()
+            .into_iter()
+            .filter(|d| !d.progress.is_empty())
+            .map(|d| {
+                let work: Vec<String> = d
+                    .progress
+                    .iter()
+                    .map(|p| {
+                        let mut s = p.title.clone();
+                        if let Some(m) = &p.message {
+                            s.push_str(&format!(": {m}"));
+                        }
+                        if let Some(pc) = p.percentage {
+                            s.push_str(&format!(" ({pc}%)"));
+                        }
+                        if let Some(t) = p.since {
+                            s.push_str(&format!(", {} s so far", t.elapsed().as_secs()));
+                        }
+                        s
+                    })
+                    .collect();
+                format!("language server {} is busy: {}", d.name, work.join("; "))
+            })
+            .collect();
+        (!busy.is_empty()).then(|| busy.join(". "))
     }
 }
 
@@ -495,13 +535,17 @@ impl Server {
                 out = &mut call => return out,
                 _ = tick.tick() => {
                     let secs = started.elapsed().as_secs();
+                    let message = match self.backend.activity() {
+                        Some(busy) => format!("running for {secs} s; {busy}"),
+                        None => format!("running for {secs} s"),
+                    };
                     self.send(json!({
                         "jsonrpc": "2.0",
                         "method": "notifications/progress",
                         "params": {
                             "progressToken": token,
                             "progress": secs,
-                            "message": format!("running for {secs} s"),
+                            "message": message,
                         },
                     }));
                 }

@@ -106,14 +106,146 @@ async fn world(files: &[(&str, &str)], servers: impl FnOnce(&Path) -> String) ->
 
 /// The fake server in `mode`, for `.txt` files, with a short timeout.
 async fn fake_world(mode: &str, files: &[(&str, &str)]) -> World {
+    fake_world_with(mode, files, "").await
+}
+
+/// [`fake_world`] with more settings of its entry (YAML lines).
+async fn fake_world_with(mode: &str, files: &[(&str, &str)], more: &str) -> World {
     world(files, |dir| {
         format!(
-            "    fake:\n      command: python3\n      args: [{script}, {mode}, {pid}]\n      extensions: [txt]\n      request_timeout_ms: 1500\n",
+            "    fake:\n      command: python3\n      args: [{script}, {mode}, {pid}]\n      extensions: [txt]\n      request_timeout_ms: 1500\n{more}",
             script = lsp_dir().join("fake_server.py").display(),
             pid = dir.join("server.pid").display(),
         )
     })
     .await
+}
+
+/// The fake server's entry in coder::info.
+async fn fake_info(w: &World) -> Value {
+    let info = w.call("coder::info", json!({})).await;
+    info["code"]["language_servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "fake")
+        .cloned()
+        .unwrap()
+}
+
+async fn wait_info(w: &World, mut f: impl FnMut(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..1200 {
+        last = fake_info(w).await;
+        if f(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("coder::info never showed it: {last}");
+}
+
+#[tokio::test]
+async fn a_server_started_for_ide_call_stops_with_it() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let root = dir.path().join("proj");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("a.txt"), "x ERROR\n").unwrap();
+    let pidfile = dir.path().join("server.pid");
+    let seed = dir.path().join("seed.yaml");
+    std::fs::write(
+        &seed,
+        format!(
+            "fs:\n  host_roots: [{}]\ncode:\n  language_servers:\n    fake:\n      command: python3\n      args: [{}, ok, {}]\n      extensions: [txt]\n",
+            root.display(),
+            lsp_dir().join("fake_server.py").display(),
+            pidfile.display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ide"))
+        .args([
+            "call",
+            "--config",
+            seed.to_str().unwrap(),
+            "coder::diagnostics",
+        ])
+        .arg(json!({"path": "a.txt"}).to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["errors"], 1, "{v}");
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(pid), "the server outlived `ide call`");
+}
+
+#[tokio::test]
+async fn definitions_into_protected_files_are_dropped_and_outside_ones_marked() {
+    let w = fake_world(
+        "ok",
+        &[("r1.txt", "old one\n"), ("secret.txt", "old secret\n")],
+    )
+    .await;
+    let d = w
+        .call(
+            "coder::definition",
+            json!({"path": "r1.txt", "line": 1, "column": 1}),
+        )
+        .await;
+    assert_eq!(d["precision"], "semantic", "{d}");
+    let locs = d["locations"].as_array().unwrap();
+    assert_eq!(locs.len(), 2, "{d}");
+    assert!(
+        locs[0]["path"].as_str().unwrap().ends_with("/r1.txt"),
+        "{d}"
+    );
+    assert_eq!(locs[1]["path"], "/usr/include/stdio.h", "{d}");
+    assert_eq!(locs[1]["outside_roots"], true, "{d}");
+    assert!(!d.to_string().contains("secret"), "{d}");
+}
+
+#[tokio::test]
+async fn a_server_over_its_memory_limit_is_restarted_and_says_why() {
+    let w = fake_world_with(
+        "ok",
+        &[("a.txt", "word\n")],
+        "      memory_limit_bytes: 4096\n",
+    )
+    .await;
+    w.call("coder::diagnostics", json!({"path": "a.txt"})).await;
+    let pid = w.server_pid().unwrap();
+    let s = wait_info(&w, |s| {
+        s["last_error"].to_string().contains("memory_limit_bytes")
+    })
+    .await;
+    assert!(s["last_error"].as_str().unwrap().contains("4096"), "{s}");
+    assert!(wait_until(|| !alive(pid)).await, "it was not stopped");
+    // the next call starts it again
+    let d = w.call("coder::diagnostics", json!({"path": "a.txt"})).await;
+    assert_eq!(d["files"][0]["stale"], false, "{d}");
+    assert_ne!(w.server_pid().unwrap(), pid);
+}
+
+#[tokio::test]
+async fn an_idle_server_is_shut_down_and_started_again_on_demand() {
+    let w = fake_world_with("ok", &[("a.txt", "word\n")], "      idle_timeout_ms: 1\n").await;
+    w.call("coder::diagnostics", json!({"path": "a.txt"})).await;
+    let pid = w.server_pid().unwrap();
+    assert!(wait_until(|| !alive(pid)).await, "the idle server lives on");
+    let s = fake_info(&w).await;
+    assert_eq!(s["state"], "idle", "{s}");
+    assert!(s["pid"].is_null(), "{s}");
+    let d = w.call("coder::diagnostics", json!({"path": "a.txt"})).await;
+    assert_eq!(d["files"][0]["language_server"], "fake", "{d}");
 }
 
 fn alive(pid: i32) -> bool {

@@ -97,13 +97,26 @@ async fn definition(ctx: &Ctx, req: DefinitionInput) -> Result<DefinitionOutput,
     let (raw, at2) = (req.path.clone(), at.clone());
     let max_read = ctx.runtime.config.fs.max_read_bytes;
     let (line, column) = (req.line, req.column);
-    let (name, ..) =
-        blocking(move || super::references::identifier_at(&raw, &at2, line, column, max_read))
-            .await?;
+    let (name, lang) =
+        blocking(move || super::references::name_at(&raw, &at2, line, column, max_read)).await?;
     let note = match semantic(ctx, &req, &at, &name).await? {
         Ok(out) => return Ok(out),
         Err(note) => note,
     };
+    if lang.is_none() {
+        // no structural answer either: the parser's own error, and why no server answered
+        let (raw, at2) = (req.path.clone(), at.clone());
+        let e = blocking(move || {
+            super::references::identifier_at(&raw, &at2, line, column, max_read).map(|_| ())
+        })
+        .await
+        .err()
+        .unwrap_or_else(|| Failure::bad_input("no identifier there"));
+        return Err(match note {
+            Some(n) => Failure::new(e.class, format!("{}; {n}", e.message)),
+            None => e,
+        });
+    }
     let rt = ctx.runtime.clone();
     let services = ctx.services.clone();
     let mut out = blocking(move || {

@@ -139,6 +139,44 @@ pub(crate) fn identifier_at(
     Ok((name, lang, src, start))
 }
 
+/// The name at a position and its language: the identifier tree-sitter
+/// finds, or — in a file of no language ide parses, which a language
+/// server may still know — the word there (language `None`). Blocking.
+pub(crate) fn name_at(
+    raw: &str,
+    at: &crate::policy::Resolved,
+    line: u32,
+    column: u32,
+    max_read: u64,
+) -> Result<(String, Option<&'static Compiled>), Failure> {
+    match identifier_at(raw, at, line, column, max_read) {
+        Ok((name, lang, ..)) => Ok((name, Some(lang))),
+        Err(e) => {
+            let src = source::read(raw, at, max_read)?;
+            if src.lang.is_some() {
+                return Err(e);
+            }
+            let off = source::offset_of(raw, &src.bytes, line, column)?;
+            let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b >= 0x80;
+            let start = src.bytes[..off]
+                .iter()
+                .rposition(|b| !word(b))
+                .map_or(0, |i| i + 1);
+            let end = src.bytes[off..]
+                .iter()
+                .position(|b| !word(b))
+                .map_or(src.bytes.len(), |i| off + i);
+            if start == end {
+                return Err(e);
+            }
+            Ok((
+                String::from_utf8_lossy(&src.bytes[start..end]).into_owned(),
+                None,
+            ))
+        }
+    }
+}
+
 async fn references(ctx: &Ctx, req: ReferencesInput) -> Result<ReferencesOutput, Failure> {
     let scope = resolve_scope(ctx, req.base_dir.as_deref())?;
     let max_read = ctx.runtime.config.fs.max_read_bytes;
@@ -160,12 +198,19 @@ async fn references(ctx: &Ctx, req: ReferencesInput) -> Result<ReferencesOutput,
                 return Err(Failure::not_found(&raw));
             }
             let at2 = at.clone();
-            let (name, lang, ..) =
-                blocking(move || identifier_at(&raw, &at2, line, column, max_read)).await?;
+            let raw2 = raw.clone();
+            let (name, lang) =
+                blocking(move || name_at(&raw2, &at2, line, column, max_read)).await?;
             match semantic(ctx, &req, &at, &name, line, column).await? {
                 Ok(out) => return Ok(out),
                 Err(n) => note = n,
             }
+            let Some(lang) = lang else {
+                // no structural answer either: the parser's own error
+                let at2 = at.clone();
+                blocking(move || identifier_at(&raw, &at2, line, column, max_read)).await?;
+                return Err(Failure::bad_input("no identifier there"));
+            };
             (name, Some(lang), req.scope.clone())
         }
         _ => {

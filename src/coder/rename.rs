@@ -379,3 +379,79 @@ fn diff(raw: &str, old: &[u8], new: &[u8]) -> String {
         .header(&format!("a/{raw}"), &format!("b/{raw}"))
         .to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::Jail;
+
+    #[test]
+    fn a_write_failing_midway_restores_what_was_written() {
+        let j = Jail::new();
+        for f in ["r1.txt", "r2.txt", "r3.txt", "r4.txt"] {
+            j.write(f, format!("old {f}\n"));
+        }
+        let rt = j.services.live.snapshot();
+        let plans: Vec<Plan> = ["r1.txt", "r2.txt", "r3.txt", "r4.txt"]
+            .iter()
+            .map(|f| {
+                let raw = j.path(f).display().to_string();
+                let at = rt
+                    .policy
+                    .resolve(&raw, Surface::Coder, Tail::Follow, None)
+                    .unwrap();
+                let old = std::fs::read(j.path(f)).unwrap();
+                Plan {
+                    raw,
+                    at,
+                    old_revision: revision_of(&old),
+                    new: format!("new {f}\n").into_bytes(),
+                    old,
+                    edits: 1,
+                }
+            })
+            .collect();
+        // another writer changes the third file after it was planned
+        j.write("r3.txt", "theirs\n");
+        let scope = crate::journal::Scope::none();
+        let e = apply(&plans, &scope.recorder(), &j.services.journals.seen).unwrap_err();
+        assert!(e.message.contains("r3.txt"), "{}", e.message);
+        assert!(
+            e.message
+                .contains("the 2 file(s) already written were restored"),
+            "{}",
+            e.message
+        );
+        assert_eq!(j.read("r1.txt"), b"old r1.txt\n");
+        assert_eq!(j.read("r2.txt"), b"old r2.txt\n");
+        assert_eq!(j.read("r3.txt"), b"theirs\n");
+        assert_eq!(j.read("r4.txt"), b"old r4.txt\n");
+    }
+
+    #[test]
+    fn edits_apply_in_utf16_and_overlaps_are_refused() {
+        let text = "é = 1\nx = é\n".as_bytes();
+        let e = |l: u64, a: u64, b: u64, t: &str| {
+            serde_json::json!({"range": {"start": {"line": l, "character": a},
+                "end": {"line": l, "character": b}}, "newText": t})
+        };
+        let out = apply_edits(
+            "f",
+            text,
+            &[e(0, 0, 1, "a"), e(1, 4, 5, "a")],
+            text::Encoding::Utf16,
+        )
+        .unwrap();
+        assert_eq!(out, b"a = 1\nx = a\n");
+        let err = apply_edits(
+            "f",
+            text,
+            &[e(0, 0, 3, "a"), e(0, 1, 2, "b")],
+            text::Encoding::Utf16,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("overlapping"), "{}", err.message);
+        let err = apply_edits("f", text, &[e(7, 0, 1, "a")], text::Encoding::Utf16).unwrap_err();
+        assert!(err.message.contains("outside"), "{}", err.message);
+    }
+}

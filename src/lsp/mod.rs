@@ -712,3 +712,6 @@ impl crate::watch::feed::Sink for Forward {
         conn.files_changed(&changes);
     }
 }
+
+#[cfg(test)]
+mod tests;

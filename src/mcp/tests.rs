@@ -385,3 +385,51 @@ async fn a_long_call_reports_progress_and_the_client_leaving_ends_everything() {
         "the command outlived the server"
     );
 }
+
+#[tokio::test]
+async fn a_call_waiting_on_a_busy_language_server_says_what_it_waits_for() {
+    let pids = tempfile::TempDir::new().unwrap();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lsp/fake_server.py");
+    let jail = Jail::with(|c| {
+        c.code.language_servers.insert(
+            "fake".into(),
+            Some(crate::config::LanguageServerConfig {
+                command: "python3".into(),
+                args: vec![
+                    script.display().to_string(),
+                    "progress".into(),
+                    pids.path().join("pid").display().to_string(),
+                ],
+                extensions: vec!["txt".into()],
+                initialization_options: Value::Null,
+                settings: Value::Null,
+                idle_timeout_ms: 600_000,
+                memory_limit_bytes: 2 << 30,
+                request_timeout_ms: 30_000,
+            }),
+        );
+    });
+    jail.write("a.txt", "word\n");
+    let mut c = Client::start(&jail, Options::default());
+    c.initialize().await;
+    c.request(
+        "tools/call",
+        json!({"name": "coder_hover", "_meta": {"progressToken": "h-1"},
+               "arguments": {"path": "a.txt", "line": 1, "column": 1}}),
+    )
+    .await;
+    let note = c.recv().await;
+    assert_eq!(note["method"], "notifications/progress", "{note}");
+    let message = note["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("language server fake is busy: Indexing (40%)"),
+        "{message}"
+    );
+    let answer = c.recv().await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["contents"], "fake hover",
+        "{answer}"
+    );
+    c.close().await.unwrap();
+    jail.services.shutdown().await;
+}

@@ -5,7 +5,8 @@ Usage: fake_server.py MODE [PIDFILE]
 
 It speaks just enough LSP: initialize, didOpen/didChange (publishing one
 diagnostic per line holding "ERROR", for the version it got), hover,
-definition, rename, shutdown/exit. MODE picks the fault:
+definition (r1.txt, secret.txt and a file outside the root), rename,
+shutdown/exit. MODE picks the fault:
 
 - ok:           behaves.
 - hang:         never answers hover (and ignores $/cancelRequest).
@@ -15,6 +16,8 @@ definition, rename, shutdown/exit. MODE picks the fault:
 - die-on-hover: exits (status 3) when asked for hover, mid-request.
 - rename-bad:   answers rename with edits whose third file's range is past its end.
 - rename-secret: answers rename with a fourth file named secret.txt.
+- progress:     reports "Indexing" (40%) from its start on, never ending, and
+                answers hover after 3 s.
 
 PIDFILE, when given, receives its pid (so a test can kill -9 it), and
 PIDFILE.hover is created when a hover request arrives (so a test knows the
@@ -24,6 +27,7 @@ request is in flight).
 import json
 import os
 import sys
+import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 PIDFILE = sys.argv[2] if len(sys.argv) > 2 else None
@@ -84,6 +88,11 @@ while True:
         send({"jsonrpc": "2.0", "id": mid, "result": {"capabilities": {
             "positionEncoding": "utf-16", "textDocumentSync": 1,
             "hoverProvider": True, "definitionProvider": True, "renameProvider": True}}})
+    elif method == "initialized" and MODE == "progress":
+        send({"jsonrpc": "2.0", "id": "p1", "method": "window/workDoneProgress/create",
+              "params": {"token": "idx"}})
+        send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "idx",
+              "value": {"kind": "begin", "title": "Indexing", "percentage": 40}}})
     elif method == "textDocument/didOpen":
         d = p["textDocument"]
         docs[d["uri"]] = d["text"]
@@ -105,8 +114,18 @@ while True:
             continue
         if MODE == "die-on-hover":
             os._exit(3)
+        if MODE == "progress":
+            time.sleep(3)
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "contents": {"kind": "markdown", "value": "fake hover"}}})
+    elif method == "textDocument/definition":
+        # one place inside the root, one in a protected file, one outside
+        base = p["textDocument"]["uri"].rsplit("/", 1)[0]
+        at = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 3}}
+        send({"jsonrpc": "2.0", "id": mid, "result": [
+            {"uri": base + "/r1.txt", "range": at},
+            {"uri": base + "/secret.txt", "range": at},
+            {"uri": "file:///usr/include/stdio.h", "range": at}]})
     elif method == "$/cancelRequest":
         if MODE == "cancel":
             send({"jsonrpc": "2.0", "id": p["id"],
