@@ -92,7 +92,7 @@ async fn world(files: &[(&str, &str)], servers: impl FnOnce(&Path) -> String) ->
     .unwrap();
     let ide = IdeProcess::spawn(
         &["--url", &engine.url(), "--config", seed.to_str().unwrap()],
-        &[],
+        &[("RUST_LOG", "info,ide::lsp=debug")],
     );
     assert!(ide.wait_for_log("ide serving", T).await, "{}", ide.logs());
     assert!(engine.wait_for_ide(T).await);
@@ -773,9 +773,29 @@ async fn python_through_pyright_diagnostics_definition_references_hover_rename()
     assert_eq!(d["errors"], 0, "the rename broke something: {d}");
     w.call("shell::turns::revert", json!({"turn_id": done["turn_id"]}))
         .await;
-    for (f, bytes) in before {
-        assert_eq!(std::fs::read(w.root.join(&f)).unwrap(), bytes, "{f}");
+    for (f, bytes) in &before {
+        assert_eq!(&std::fs::read(w.root.join(f)).unwrap(), bytes, "{f}");
     }
+    // the server saw the revert: the same rename again names every file
+    let again = w
+        .call(
+            "coder::rename",
+            json!({"path": "util.py", "line": 2, "column": 9, "new_name": "parse_text", "dry_run": true}),
+        )
+        .await;
+    assert_eq!(
+        again["files"].as_array().unwrap().len(),
+        done["files"].as_array().unwrap().len(),
+        "{again}"
+    );
+    // and a file changed behind ide's back is read again before the next answer
+    std::fs::write(
+        w.root.join("m5.py"),
+        "from util import Parser\n\n\ndef run5() -> int:\n    n: str = Parser().parse(\"x\")\n    return 0\n",
+    )
+    .unwrap();
+    let d = w.call("coder::diagnostics", json!({"path": "m5.py"})).await;
+    assert!(d["errors"].as_u64().unwrap() >= 1, "{d}\n{}", w.ide.logs());
 }
 
 #[tokio::test]

@@ -262,10 +262,6 @@ pub async fn after_write(
             Ok(at) => semantic::open(ctx, raw, &at).await,
             Err(f) => Err(f),
         };
-        if let Ok(Ok(o)) = &got {
-            // a write is a save
-            o.conn.saved(&o.path);
-        }
         opened.push((raw.clone(), got));
     }
     let waits = opened.into_iter().map(|(raw, got)| async move {

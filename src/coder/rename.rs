@@ -177,10 +177,17 @@ async fn rename(mut ctx: Ctx, req: RenameInput) -> Result<RenameOutput, Failure>
         ))
     })
     .await?;
-    // the server sees the renamed files as they are now
-    for (path, bytes) in written {
-        conn.sync(&path, std::sync::Arc::new(bytes)).await;
-        conn.saved(&path);
+    // the server sees the renamed files as they are now: the open ones
+    // read again, the others as changed on disk
+    if !written.is_empty() {
+        let mut closed = Vec::new();
+        for (path, _) in &written {
+            if !conn.is_open(path).await {
+                closed.push((path.clone(), 2u8));
+            }
+        }
+        conn.files_changed(&closed);
+        semantic::refresh(&ctx.runtime, &conn).await;
     }
     Ok(RenameOutput {
         edits: files.iter().map(|f| f.edits).sum(),

@@ -12,7 +12,7 @@
 use super::source;
 use crate::error::{Failure, Surface};
 use crate::function::Ctx;
-use crate::lsp::server::Conn;
+use crate::lsp::server::{self, Conn};
 use crate::lsp::text::{self, Encoding};
 use crate::lsp::{Servers, Unavailable};
 use crate::policy::{Resolved, Tail};
@@ -73,7 +73,12 @@ pub async fn open(
     }
     let max_read = ctx.runtime.config.fs.max_read_bytes;
     let (raw2, at2) = (raw.to_string(), at.clone());
-    let src = super::blocking(move || source::read(&raw2, &at2, max_read)).await?;
+    let (src, stamp) = super::blocking(move || {
+        let src = source::read(&raw2, &at2, max_read)?;
+        let stamp = at2.loc().metadata().ok().map(|m| server::stamp_of(&m));
+        Ok((src, stamp))
+    })
+    .await?;
     let root = at
         .root
         .clone()
@@ -88,8 +93,9 @@ pub async fn open(
         Ok(c) => c,
         Err(u) => return Ok(Err(u)),
     };
+    refresh(&ctx.runtime, &conn).await;
     let text = Arc::new(src.bytes);
-    let (version, seq) = conn.sync(&at.path, text.clone()).await;
+    let (version, seq) = conn.sync(&at.path, text.clone(), stamp).await;
     Ok(Ok(Opened {
         conn,
         path: at.path.clone(),
@@ -98,6 +104,54 @@ pub async fn open(
         version,
         seq,
     }))
+}
+
+/// Bring the server's open documents up to the disk: each one whose file
+/// changed since it was read (its stamp differs) is read again through
+/// the policy and sent; one that is gone or now protected is closed. The
+/// change feed tells the server about files it does not hold open, but a
+/// server reads an open document only from what it was sent.
+pub async fn refresh(rt: &Arc<crate::runtime::Runtime>, conn: &Arc<Conn>) {
+    let docs = conn.open_docs().await;
+    let rt2 = rt.clone();
+    let Ok(changes) = super::blocking(move || {
+        let mut out = Vec::new();
+        for (path, stamp) in docs {
+            let Some(raw) = path.to_str().map(str::to_string) else {
+                continue;
+            };
+            let at = rt2
+                .policy
+                .resolve(&raw, Surface::Coder, Tail::Follow, None)
+                .ok()
+                .filter(|r| r.exists && !rt2.policy.is_protected(&r.path));
+            let Some(at) = at else {
+                out.push((path, None));
+                continue;
+            };
+            let now = at.loc().metadata().ok().map(|m| server::stamp_of(&m));
+            if now.is_some() && now == stamp {
+                continue;
+            }
+            match source::read(&raw, &at, rt2.config.fs.max_read_bytes) {
+                Ok(src) => out.push((path, Some((src.bytes, now)))),
+                Err(_) => out.push((path, None)),
+            }
+        }
+        Ok(out)
+    })
+    .await
+    else {
+        return;
+    };
+    for (path, got) in changes {
+        match got {
+            Some((bytes, stamp)) => {
+                conn.sync(&path, Arc::new(bytes), stamp).await;
+            }
+            None => conn.close(&path).await,
+        }
+    }
 }
 
 /// A place a server named, as the policy lets it be shown.

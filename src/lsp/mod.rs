@@ -546,7 +546,11 @@ impl Slot {
         // the root's change feed, as didChangeWatchedFiles
         let watch = match rt.policy.locate(&self.root) {
             Some(r) => {
-                let sink = Arc::new(Forward(Arc::downgrade(&conn), self.root.clone()));
+                let sink = Arc::new(Forward {
+                    conn: Arc::downgrade(&conn),
+                    root: self.root.clone(),
+                    extensions: self.cfg.extensions.clone(),
+                });
                 let registry = feeds.watch.clone();
                 let live = feeds.live.clone();
                 let loc = r.loc().clone();
@@ -691,22 +695,36 @@ pub fn tree_rss(pid: u32) -> u64 {
         .sum()
 }
 
-/// Changes of a server's root, forwarded as didChangeWatchedFiles.
-struct Forward(Weak<Conn>, PathBuf);
+/// Changes of a server's root, forwarded as didChangeWatchedFiles: the
+/// files of its languages only (a server has no use for the rest, and a
+/// filesystem's own temporary names — overlayfs's `#<n>` — are not news).
+struct Forward {
+    conn: Weak<Conn>,
+    root: PathBuf,
+    extensions: Vec<String>,
+}
 
 impl crate::watch::feed::Sink for Forward {
     fn deliver(&self, events: Vec<crate::watch::feed::Out>) {
-        let Some(conn) = self.0.upgrade() else { return };
+        let Some(conn) = self.conn.upgrade() else {
+            return;
+        };
+        let ours = |p: &str| {
+            Path::new(p)
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| self.extensions.iter().any(|x| x.eq_ignore_ascii_case(e)))
+        };
         let changes: Vec<(PathBuf, u8)> = events
             .iter()
-            .filter(|e| !e.dir && e.kind != "rescan")
+            .filter(|e| !e.dir && e.kind != "rescan" && ours(&e.path))
             .map(|e| {
                 let kind = match e.kind {
                     "created" => 1,
                     "deleted" => 3,
                     _ => 2,
                 };
-                (self.1.join(&e.path), kind)
+                (self.root.join(&e.path), kind)
             })
             .collect();
         conn.files_changed(&changes);

@@ -32,6 +32,12 @@ const MAX_OPEN: usize = 64;
 /// stay quiet after publishing before its last publication is taken as the
 /// one for the current text.
 pub const QUIET_AFTER_PUBLISH: Duration = Duration::from_millis(500);
+/// How long a versioned server must publish nothing more, after it
+/// published for the version waited for, when other documents changed
+/// lately (see [`Conn::diagnostics`]).
+pub const SETTLE: Duration = Duration::from_millis(150);
+/// How long a change of another document counts as recent.
+const RECENT_CHANGE: Duration = Duration::from_secs(5);
 /// Diagnostics kept per document.
 const MAX_DIAGNOSTICS: usize = 1000;
 
@@ -83,9 +89,26 @@ pub struct Progress {
     pub since: Option<Instant>,
 }
 
+/// What a file's metadata says of its content (inode, size, mtime and
+/// ctime in ns): a different stamp means the file may have changed.
+pub type Stamp = (u64, u64, i128, i128);
+
+/// The stamp of a file's metadata.
+pub fn stamp_of(md: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    (
+        md.ino(),
+        md.size(),
+        md.mtime() as i128 * 1_000_000_000 + md.mtime_nsec() as i128,
+        md.ctime() as i128 * 1_000_000_000 + md.ctime_nsec() as i128,
+    )
+}
+
 struct Doc {
     version: i64,
     text: Arc<Vec<u8>>,
+    /// The file's stamp when `text` was read from it.
+    stamp: Option<Stamp>,
     /// The publication counter when this version was sent.
     sent_at_seq: u64,
 }
@@ -102,6 +125,12 @@ pub struct Conn {
     publish_seq: AtomicU64,
     publishes: Notify,
     progress: Mutex<BTreeMap<String, Progress>>,
+    /// When each document last changed in the server (sent or on disk),
+    /// the last few seconds only.
+    changed_at: Mutex<HashMap<String, Instant>>,
+    /// The URIs open in the server (mirrors `docs`, readable without
+    /// awaiting: the change feed's thread asks it).
+    open_uris: Mutex<std::collections::HashSet<String>>,
     /// Progress reports begun so far, and a wake-up when none is left.
     progress_epoch: AtomicU64,
     progress_idle: Notify,
@@ -162,6 +191,8 @@ impl Conn {
             publish_seq: AtomicU64::new(0),
             publishes: Notify::new(),
             progress: Mutex::new(BTreeMap::new()),
+            changed_at: Mutex::new(HashMap::new()),
+            open_uris: Mutex::new(std::collections::HashSet::new()),
             progress_epoch: AtomicU64::new(0),
             progress_idle: Notify::new(),
             docs: tokio::sync::Mutex::new(Docs::default()),
@@ -245,6 +276,26 @@ impl Conn {
 
     fn send(&self, msg: &Value) {
         let _ = self.out.send(wire::frame(msg));
+    }
+
+    fn note_change(&self, uri: &str) {
+        let mut m = self.changed_at.lock().unwrap_or_else(|e| e.into_inner());
+        m.retain(|_, t| t.elapsed() < RECENT_CHANGE);
+        m.insert(uri.to_string(), Instant::now());
+    }
+
+    /// Whether a document other than `uri` changed in the server lately.
+    fn others_changed(&self, uri: &str) -> bool {
+        let m = self.changed_at.lock().unwrap_or_else(|e| e.into_inner());
+        let others: Vec<&String> = m
+            .iter()
+            .filter(|(u, t)| *u != uri && t.elapsed() < RECENT_CHANGE)
+            .map(|(u, _)| u)
+            .collect();
+        if !others.is_empty() {
+            tracing::debug!(server = %self.name, uri, ?others, "other documents changed lately: diagnostics settle");
+        }
+        !others.is_empty()
     }
 
     /// Send a notification.
@@ -385,6 +436,7 @@ impl Conn {
                     .unwrap_or_default();
                 items.truncate(MAX_DIAGNOSTICS);
                 let seq = self.publish_seq.fetch_add(1, Ordering::AcqRel) + 1;
+                tracing::debug!(server = %self.name, uri, version = ?params["version"].as_i64(), count = items.len(), seq, "diagnostics published");
                 self.published
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -503,6 +555,7 @@ impl Conn {
                 "textDocument": {
                     "synchronization": {"didSave": true, "dynamicRegistration": false},
                     "publishDiagnostics": {"versionSupport": true, "relatedInformation": false},
+                    "diagnostic": {"dynamicRegistration": false, "relatedDocumentSupport": false},
                     "hover": {"contentFormat": ["markdown", "plaintext"]},
                     "definition": {"linkSupport": true},
                     "references": {},
@@ -528,13 +581,14 @@ impl Conn {
     /// or send the whole new text (the next version) when it differs.
     /// Returns the version the server now has, and the publication counter
     /// at that moment (publications after it are for this text or later).
-    pub async fn sync(&self, path: &Path, text: Arc<Vec<u8>>) -> (i64, u64) {
+    pub async fn sync(&self, path: &Path, text: Arc<Vec<u8>>, stamp: Option<Stamp>) -> (i64, u64) {
         let uri = text::uri_of(path);
         let mut docs = self.docs.lock().await;
         let seq = self.publish_seq.load(Ordering::Acquire);
         docs.order.retain(|u| u != &uri);
         docs.order.push_back(uri.clone());
         if let Some(d) = docs.open.get_mut(&uri) {
+            d.stamp = stamp;
             if d.text == text {
                 return (d.version, d.sent_at_seq);
             }
@@ -542,6 +596,8 @@ impl Conn {
             d.text = text.clone();
             d.sent_at_seq = seq;
             let v = d.version;
+            self.note_change(&uri);
+            tracing::debug!(server = %self.name, uri, version = v, seq, bytes = text.len(), "didChange");
             self.notify(
                 "textDocument/didChange",
                 json!({"textDocument": {"uri": uri, "version": v},
@@ -560,16 +616,22 @@ impl Conn {
                 );
             }
         }
+        self.note_change(&uri);
         self.notify(
             "textDocument/didOpen",
             json!({"textDocument": {"uri": uri, "languageId": language_id(path),
                    "version": 1, "text": String::from_utf8_lossy(&text)}}),
         );
+        self.open_uris
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uri.clone());
         docs.open.insert(
             uri,
             Doc {
                 version: 1,
                 text,
+                stamp,
                 sent_at_seq: seq,
             },
         );
@@ -585,10 +647,22 @@ impl Conn {
         );
     }
 
-    /// The paths of the open documents.
-    pub async fn open_paths(&self) -> Vec<PathBuf> {
+    /// The open documents: path and the stamp their text was read at.
+    pub async fn open_docs(&self) -> Vec<(PathBuf, Option<Stamp>)> {
         let docs = self.docs.lock().await;
-        docs.open.keys().filter_map(|u| text::path_of(u)).collect()
+        docs.open
+            .iter()
+            .filter_map(|(u, d)| Some((text::path_of(u)?, d.stamp)))
+            .collect()
+    }
+
+    /// Whether `path` is open in the server.
+    pub async fn is_open(&self, path: &Path) -> bool {
+        self.docs
+            .lock()
+            .await
+            .open
+            .contains_key(&text::uri_of(path))
     }
 
     /// Forget an open document whose file is gone.
@@ -596,6 +670,10 @@ impl Conn {
         let uri = text::uri_of(path);
         let mut docs = self.docs.lock().await;
         if docs.open.remove(&uri).is_some() {
+            self.open_uris
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&uri);
             docs.order.retain(|u| u != &uri);
             self.notify(
                 "textDocument/didClose",
@@ -605,15 +683,29 @@ impl Conn {
     }
 
     /// Tell the server files changed on disk (`kind`: 1 created, 2
-    /// changed, 3 deleted).
+    /// changed, 3 deleted). Documents it holds open are left out: it reads
+    /// those only from what it was sent (kept up to the disk before each
+    /// request), and news of their files on disk makes some servers
+    /// (pyright) start their analysis over.
     pub fn files_changed(&self, changes: &[(PathBuf, u8)]) {
-        if changes.is_empty() {
-            return;
-        }
+        let open = self
+            .open_uris
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let list: Vec<Value> = changes
             .iter()
             .map(|(p, k)| json!({"uri": text::uri_of(p), "type": k}))
+            .filter(|c| c["uri"].as_str().is_some_and(|u| !open.contains(u)))
             .collect();
+        if list.is_empty() {
+            return;
+        }
+        for c in &list {
+            if let Some(u) = c["uri"].as_str() {
+                self.note_change(u);
+            }
+        }
         self.notify("workspace/didChangeWatchedFiles", json!({"changes": list}));
     }
 
@@ -642,6 +734,26 @@ impl Conn {
                 .cloned();
             if let Some(p) = &now {
                 match p.version {
+                    // Other documents changed lately: a server that checks
+                    // incrementally (pyright) may publish for this version
+                    // before it has seen what the others now define, then
+                    // again; the last one within SETTLE of quiet counts.
+                    Some(v) if v >= version && self.others_changed(&uri) => {
+                        let next = self.publishes.notified();
+                        tokio::pin!(next);
+                        next.as_mut().enable();
+                        if self.published_seq(&uri) == Some(p.seq)
+                            && tokio::time::timeout_at(
+                                (tokio::time::Instant::now() + SETTLE).min(deadline),
+                                next,
+                            )
+                            .await
+                            .is_err()
+                        {
+                            return (self.published_now(&uri).or(now), true);
+                        }
+                        continue;
+                    }
                     Some(v) if v >= version => return (now, true),
                     Some(_) => {}
                     // A server that does not say which version its
