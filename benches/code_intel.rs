@@ -285,16 +285,30 @@ async fn bench() {
     );
     let mut t_ctags = Vec::new();
     for _ in 0..3 {
+        // a real tag file: ctags truncates it at the end, which /dev/null
+        // refuses (and ctags then exits non-zero)
+        let tags = tempfile::NamedTempFile::new().expect("tag file");
         let mut cmd = std::process::Command::new("ctags");
-        cmd.args(["-R", "-f", "/dev/null"]);
+        cmd.arg("-R").arg("-f").arg(tags.path());
         for x in search_tree::EXCLUDED_NAMES {
             cmd.arg(format!("--exclude={x}"));
         }
         cmd.arg(&tree);
         match time(|| cmd.output()) {
             (d, Ok(o)) if o.status.success() => t_ctags.push(d),
-            _ => {
-                println!("ctags -R: not run (universal-ctags not installed)");
+            (_, Ok(o)) => {
+                println!(
+                    "ctags -R: failed ({}): {}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr)
+                        .lines()
+                        .last()
+                        .unwrap_or("")
+                );
+                break;
+            }
+            (_, Err(e)) => {
+                println!("ctags -R: not run ({e}; apt-get install universal-ctags)");
                 break;
             }
         }

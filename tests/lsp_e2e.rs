@@ -318,6 +318,20 @@ async fn diagnostics_follow_each_edit_and_a_hundred_rounds_leak_nothing() {
     assert_eq!(d["errors"], 0, "{d}");
     assert_eq!(d["files"][0]["stale"], false, "{d}");
     assert_eq!(d["files"][0]["language_server"], "fake");
+    // a folder: its files that have a server, protected ones never
+    std::fs::write(w.root.join("b.txt"), "one ERROR\n").unwrap();
+    std::fs::write(w.root.join("secret.txt"), "ERROR\n").unwrap();
+    std::fs::write(w.root.join("c.md"), "no server\n").unwrap();
+    let f = w.call("coder::diagnostics", json!({"folder": "."})).await;
+    let names: Vec<&str> = f["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["path"].as_str().unwrap().rsplit('/').next().unwrap())
+        .collect();
+    assert_eq!(names, ["a.txt", "b.txt"], "{f}");
+    assert_eq!(f["errors"], 1, "{f}");
+    std::fs::remove_file(w.root.join("b.txt")).unwrap();
     let ide = w.ide.pid().unwrap();
     // one round first, so every lazily made thing exists
     let round = |i: usize| {
@@ -891,5 +905,90 @@ async fn c_through_clangd_diagnostics_and_definition() {
         list.iter()
             .any(|d| d["severity"] == "error" && d["line"] == 2),
         "{broke}"
+    );
+}
+
+/// A server that is not part of `.ci/run` (gopls, rust-analyzer): used
+/// when it answers `--version`, else the test says so and skips.
+fn optional_server(name: &str) -> Option<PathBuf> {
+    let ok = std::process::Command::new(name)
+        .arg("version")
+        .output()
+        .or_else(|_| std::process::Command::new(name).arg("--version").output())
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: {name} is not installed here (or not usable)");
+        return None;
+    }
+    server(name)
+}
+
+#[tokio::test]
+async fn go_through_gopls_when_present() {
+    let Some(gopls) = optional_server("gopls") else {
+        return;
+    };
+    let w = world(
+        &[
+            ("go.mod", "module example.com/m\n\ngo 1.19\n"),
+            ("shape.go", "package m\n\nfunc Area(r int) int { return r * r }\n"),
+            ("main.go", "package m\n\nfunc Use() int { return Area(2) }\n"),
+        ],
+        |_| {
+            format!(
+                "    go:\n      command: {}\n      extensions: [go]\n      request_timeout_ms: 60000\n",
+                gopls.display()
+            )
+        },
+    )
+    .await;
+    let def = w
+        .call(
+            "coder::definition",
+            json!({"path": "main.go", "line": 3, "column": 25}),
+        )
+        .await;
+    assert_eq!(def["precision"], "semantic", "{def}");
+    assert!(
+        def["locations"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("shape.go"),
+        "{def}"
+    );
+}
+
+#[tokio::test]
+async fn rust_through_rust_analyzer_when_present() {
+    let Some(ra) = optional_server("rust-analyzer") else {
+        return;
+    };
+    let w = world(
+        &[
+            ("Cargo.toml", "[package]\nname = \"m\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+            ("src/lib.rs", "mod shape;\npub fn use_it() -> i32 { shape::area(2) }\n"),
+            ("src/shape.rs", "pub fn area(r: i32) -> i32 { r * r }\n"),
+        ],
+        |_| {
+            format!(
+                "    rust:\n      command: {}\n      extensions: [rs]\n      request_timeout_ms: 120000\n",
+                ra.display()
+            )
+        },
+    )
+    .await;
+    let def = w
+        .call(
+            "coder::definition",
+            json!({"path": "src/lib.rs", "line": 2, "column": 34}),
+        )
+        .await;
+    assert_eq!(def["precision"], "semantic", "{def}");
+    assert!(
+        def["locations"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("shape.rs"),
+        "{def}"
     );
 }

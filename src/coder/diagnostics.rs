@@ -28,6 +28,9 @@ pub struct DiagnosticsInput {
     /// Several files (at most 50).
     #[serde(default)]
     pub paths: Option<Vec<String>>,
+    /// A folder: its files that have a language server (ignore files, default excludes and the policy apply as in coder::search), the first 50 in path order.
+    #[serde(default)]
+    pub folder: Option<String>,
     /// Milliseconds to wait for the server to publish for the current text (default 5000, at most 60000); past it the last published ones come with `stale: true`.
     #[serde(default)]
     pub wait_ms: Option<u64>,
@@ -82,15 +85,19 @@ pub struct DiagnosticsOutput {
     pub errors: u32,
     /// Warnings in all files.
     pub warnings: u32,
+    /// `max_files`: the folder holds more than 50 files with a server; the first 50 in path order were checked (pass a narrower folder or paths).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
 }
 
 pub fn def() -> FunctionDef {
     function(
         "coder::diagnostics",
-        "A language server's diagnostics for files as they are now. Send {path} or {paths} \
-         (at most 50), wait_ms? (default 5000); get {files: [{path, revision, language_server, \
-         diagnostics: [{severity, line, column, end_line, end_column, code, source, message}], \
-         stale, error?}], errors, warnings} — each file is read, handed to its server \
+        "A language server's diagnostics for files as they are now. Send {path}, {paths} (at \
+         most 50) or {folder} (its first 50 files with a server), wait_ms? (default 5000); get \
+         {files: [{path, revision, language_server, diagnostics: [{severity, line, column, \
+         end_line, end_column, code, source, message}], stale, error?}], errors, warnings, \
+         stop_reason?} — each file is read, handed to its server \
          (code.language_servers: pyright, typescript-language-server, clangd, gopls, \
          rust-analyzer) at those bytes, and the answer waits for that version's diagnostics. \
          A file without a server gets `error` saying which to install. Lines are 1-based; \
@@ -101,12 +108,28 @@ pub fn def() -> FunctionDef {
 }
 
 async fn diagnostics(ctx: &Ctx, req: DiagnosticsInput) -> Result<DiagnosticsOutput, Failure> {
-    let paths: Vec<String> = match (req.path, req.paths) {
-        (Some(p), None) => vec![p],
-        (None, Some(ps)) if !ps.is_empty() => ps,
+    let mut stop_reason = None;
+    let paths: Vec<String> = match (req.path, req.paths, req.folder) {
+        (Some(p), None, None) => vec![p],
+        (None, Some(ps), None) if !ps.is_empty() => ps,
+        (None, None, Some(folder)) => {
+            let (files, more) = folder_files(ctx, folder, req.base_dir.clone()).await?;
+            if more {
+                stop_reason = Some("max_files".to_string());
+            }
+            if files.is_empty() {
+                return Ok(DiagnosticsOutput {
+                    files: Vec::new(),
+                    errors: 0,
+                    warnings: 0,
+                    stop_reason,
+                });
+            }
+            files
+        }
         _ => {
             return Err(Failure::bad_input(
-                "pass {path} (one file) or {paths} (several), not both and not neither",
+                "pass one of {path} (one file), {paths} (several) or {folder}",
             ));
         }
     };
@@ -158,7 +181,42 @@ async fn diagnostics(ctx: &Ctx, req: DiagnosticsInput) -> Result<DiagnosticsOutp
         errors: count("error"),
         warnings: count("warning"),
         files,
+        stop_reason,
     })
+}
+
+/// The files under `folder` that have a language server, the first
+/// [`MAX_FILES`] in path order, and whether there were more.
+async fn folder_files(
+    ctx: &Ctx,
+    folder: String,
+    base_dir: Option<String>,
+) -> Result<(Vec<String>, bool), Failure> {
+    let rt = ctx.runtime.clone();
+    super::blocking(move || {
+        let search = super::search::SearchInput {
+            path: folder,
+            base_dir,
+            ..super::search::SearchInput::files_only()
+        };
+        let (files, _) = super::search::candidate_files(
+            &rt,
+            None,
+            &search,
+            "",
+            std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        )?;
+        let mut with: Vec<String> = files
+            .into_iter()
+            .filter(|(p, _)| crate::lsp::Servers::server_for(&rt, p).is_ok())
+            .map(|(p, _)| super::source::shown(&p))
+            .collect();
+        with.sort();
+        let more = with.len() > MAX_FILES;
+        with.truncate(MAX_FILES);
+        Ok((with, more))
+    })
+    .await
 }
 
 impl FileDiagnostics {

@@ -23,6 +23,11 @@ use std::path::Path;
 const DEFAULT_BUDGET: u32 = 4096;
 /// A name defined in more files than this links nothing (`new`, `get`).
 const MAX_DEFINERS: usize = 32;
+/// A name with more definitions than this anywhere is not followed.
+const COMMON_NAME: usize = 4 * MAX_DEFINERS;
+/// Definitions looked at, best first, to fill the budget (at least; one
+/// per 8 bytes of budget past it).
+const MIN_CONSIDERED: usize = 1_000;
 const ITERATIONS: usize = 30;
 const DAMPING: f64 = 0.85;
 
@@ -281,6 +286,11 @@ fn render(
     for (i, (_, f)) in files.iter().enumerate() {
         for r in f.refs.iter() {
             let defs = t.defining(*r);
+            // a name defined in that many places links nothing in
+            // particular (and following it would cost the most)
+            if defs.len() > COMMON_NAME {
+                continue;
+            }
             let mut definers: Vec<usize> = defs
                 .iter()
                 .filter(|(fid, s)| {
@@ -361,11 +371,13 @@ fn render(
     defs.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     let ranked = defs.len() as u32;
     // take definitions best first while the rendering fits
-    let mut chosen: HashMap<usize, Vec<u32>> = HashMap::new();
+    // (a signature is read from the file: only the best few are looked at)
+    let mut chosen: HashMap<usize, Vec<(u32, String)>> = HashMap::new();
     let mut file_order: Vec<usize> = Vec::new();
     let mut used = 0usize;
     let mut listed = 0u32;
-    for (_, i, s) in defs {
+    let considered = MIN_CONSIDERED.max(budget / 8);
+    for (_, i, s) in defs.into_iter().take(considered) {
         let f = files[i].1;
         let sym = &f.syms[s as usize];
         let sig = signature(f, sym.start);
@@ -385,7 +397,7 @@ fn render(
         if !chosen.contains_key(&i) {
             file_order.push(i);
         }
-        chosen.entry(i).or_default().push(s);
+        chosen.entry(i).or_default().push((s, line));
         listed += 1;
     }
     let mut map = String::with_capacity(used);
@@ -394,10 +406,9 @@ fn render(
         map.push_str(&shown(root, base, &f.rel));
         map.push_str(":\n");
         let mut syms = chosen.remove(&i).unwrap_or_default();
-        syms.sort_by_key(|s| f.syms[*s as usize].line);
-        for s in syms {
-            let sym = &f.syms[s as usize];
-            map.push_str(&format!("  {}: {}\n", sym.line, signature(f, sym.start)));
+        syms.sort_by_key(|(s, _)| f.syms[*s as usize].line);
+        for (_, line) in syms {
+            map.push_str(&line);
         }
     }
     MapOutput {
