@@ -846,6 +846,47 @@ async fn typescript_through_its_server_diagnostics_and_definition() {
     );
     assert_eq!(def["locations"][0]["line"], 2, "{def}");
     assert_eq!(def["locations"][0]["name_path"], "Box/area", "{def}");
+    // references, hover and a rename across both files
+    let refs = w
+        .call(
+            "coder::references",
+            json!({"path": "lib.ts", "line": 2, "column": 3}),
+        )
+        .await;
+    assert_eq!(refs["precision"], "semantic", "{refs}");
+    let paths: Vec<&str> = refs["references"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap().rsplit('/').next().unwrap())
+        .collect();
+    assert_eq!(paths, ["lib.ts", "main.ts"], "{refs}");
+    let h = w
+        .call(
+            "coder::hover",
+            json!({"path": "main.ts", "line": 3, "column": 29}),
+        )
+        .await;
+    assert!(
+        h["contents"]
+            .as_str()
+            .unwrap()
+            .contains("area(r: number): number"),
+        "{h}"
+    );
+    let before = std::fs::read(w.root.join("main.ts")).unwrap();
+    let done = w
+        .call(
+            "coder::rename",
+            json!({"path": "lib.ts", "line": 2, "column": 3, "new_name": "surface"}),
+        )
+        .await;
+    assert_eq!(done["files"].as_array().unwrap().len(), 2, "{done}");
+    let main = std::fs::read_to_string(w.root.join("main.ts")).unwrap();
+    assert!(main.contains("new Box().surface(2)"), "{main}");
+    w.call("shell::turns::revert", json!({"turn_id": done["turn_id"]}))
+        .await;
+    assert_eq!(std::fs::read(w.root.join("main.ts")).unwrap(), before);
     let broke = w
         .call(
             "coder::update-file",
@@ -906,6 +947,35 @@ async fn c_through_clangd_diagnostics_and_definition() {
             .any(|d| d["severity"] == "error" && d["line"] == 2),
         "{broke}"
     );
+    // hover, references, and a rename as far as clangd can without its index
+    let h = w
+        .call(
+            "coder::hover",
+            json!({"path": "main.c", "line": 2, "column": 25}),
+        )
+        .await;
+    assert!(h["contents"].as_str().unwrap().contains("area"), "{h}");
+    let refs = w
+        .call(
+            "coder::references",
+            json!({"path": "main.c", "line": 2, "column": 25}),
+        )
+        .await;
+    assert_eq!(refs["precision"], "semantic", "{refs}");
+    assert!(refs["total"].as_u64().unwrap() >= 1, "{refs}");
+    let r = w
+        .engine
+        .call_with_timeout(
+            "coder::rename",
+            json!({"path": "main.c", "line": 2, "column": 25, "new_name": "surface", "dry_run": true}),
+            T,
+        )
+        .await;
+    match r {
+        Ok(v) => assert!(!v["files"].as_array().unwrap().is_empty(), "{v}"),
+        // clangd without its background index may refuse a cross-file rename: the error says so
+        Err(e) => assert!(format!("{e:?}").contains("rename"), "{e:?}"),
+    }
 }
 
 /// A server that is not part of `.ci/run` (gopls, rust-analyzer): used

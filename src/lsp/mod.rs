@@ -503,7 +503,7 @@ impl Slot {
             .await
             .map_err(|e| e.to_string())?
             .map_err(|f| f.message)?;
-        let env = if rt.config.env.inherit {
+        let mut env = if rt.config.env.inherit {
             crate::exec::env_gate::child_env(&rt.config.env, [], None)
         } else {
             crate::exec::env_gate::child_env(
@@ -512,6 +512,14 @@ impl Slot {
                 None,
             )
         };
+        // caches of its own: a directory per (root, server) in the state
+        // directory, never shared with another instance (tsserver's type
+        // acquisition and others write under XDG_CACHE_HOME)
+        let cache = cache_dir(rt, &self.root, &self.name);
+        if std::fs::create_dir_all(&cache).is_ok() {
+            env.vars
+                .insert("XDG_CACHE_HOME".into(), cache.display().to_string());
+        }
         let spec = process::Spec {
             argv,
             cwd: cwd.path,
@@ -634,6 +642,21 @@ impl Slot {
             i.state = State::Idle;
         }
     }
+}
+
+/// The cache directory of the server `name` for `root`: under the state
+/// directory, one per (root, server).
+pub fn cache_dir(rt: &Runtime, root: &Path, name: &str) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    root.hash(&mut h);
+    let safe: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    rt.turns_dir
+        .join("language-servers")
+        .join(format!("{safe}-{:016x}", h.finish()))
 }
 
 /// The last lines a dead server wrote to stderr, as a suffix.

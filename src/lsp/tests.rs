@@ -69,6 +69,14 @@ async fn a_reload_stops_servers_whose_root_went_or_whose_entry_changed() {
     start(&j, "a.txt").await;
     let pid = pid_of(&pidfile);
     assert!(pid_alive(pid));
+    // its cache directory is its own, in the state directory
+    let cache = std::fs::read_to_string(pids.path().join("pid.cache")).unwrap();
+    assert!(
+        cache.starts_with(&*j.journal.path().to_string_lossy()),
+        "{cache}"
+    );
+    assert!(cache.contains("language-servers/fake-"), "{cache}");
+    assert!(Path::new(&cache).is_dir(), "{cache}");
     // the same configuration again: nothing stops
     let same = j.services.live.snapshot();
     j.services.servers.reconfigure(&same).await;

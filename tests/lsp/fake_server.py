@@ -34,6 +34,8 @@ PIDFILE = sys.argv[2] if len(sys.argv) > 2 else None
 if PIDFILE:
     with open(PIDFILE, "w") as f:
         f.write(str(os.getpid()))
+    with open(PIDFILE + ".cache", "w") as f:
+        f.write(os.environ.get("XDG_CACHE_HOME", ""))
 
 inp = sys.stdin.buffer
 out = sys.stdout.buffer
