@@ -428,6 +428,18 @@ async fn a_hung_server_is_killed_and_the_next_call_starts_another() {
 }
 
 #[tokio::test]
+async fn an_answer_given_while_the_server_is_busy_is_asked_again_and_says_so() {
+    let w = fake_world("busy", &[("a.txt", "word\n")]).await;
+    let h = w
+        .call("coder::hover", json!({"path": "a.txt", "line": 1, "column": 1}))
+        .await;
+    assert_eq!(h["contents"], "fake hover", "{h}");
+    let note = h["note"].as_str().unwrap_or_default();
+    assert!(note.contains("was busy (Indexing (40%))"), "{h}");
+    assert!(note.contains("asked again"), "{h}");
+}
+
+#[tokio::test]
 async fn a_server_that_acknowledges_the_cancellation_is_kept() {
     let w = fake_world("cancel", &[("a.txt", "word\n")]).await;
     let e = w

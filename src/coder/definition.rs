@@ -63,7 +63,7 @@ pub struct DefinitionOutput {
     /// The language server that answered (semantic answers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub language_server: Option<String>,
-    /// Why the answer is syntactic although the file's language has a server (none installed, it crashed, timed out, or found nothing).
+    /// Why the answer is syntactic although the file's language has a server (none installed, it crashed, timed out, or found nothing); or, on a semantic answer, how long ide waited for a busy server and for what.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// Why locations were left out: `max_results` (more than 20) or `budget`.
@@ -248,7 +248,7 @@ async fn semantic(
         Err(u) if u.reason == "no_server" => return Ok(Err(None)),
         Err(u) => return Ok(Err(Some(super::semantic::fallback_note(&u.message)))),
     };
-    let v = match ctx
+    let (v, waited) = match ctx
         .services
         .servers
         .request_settled(
@@ -318,7 +318,7 @@ async fn semantic(
             locations: out,
             precision: "semantic".into(),
             language_server: Some(server),
-            note: None,
+            note: waited,
             stop_reason,
         }))
     })

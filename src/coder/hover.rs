@@ -38,6 +38,9 @@ pub struct HoverOutput {
     pub language_server: String,
     /// The revision of the file's bytes the answer is for.
     pub revision: String,
+    /// Present when the server was busy (loading, indexing): how long ide waited for it and for what.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 pub fn def() -> FunctionDef {
@@ -61,7 +64,7 @@ async fn hover(ctx: &Ctx, req: HoverInput) -> Result<HoverOutput, Failure> {
         .await?
         .map_err(|u| u.failure())?;
     super::source::offset_of(&req.path, &o.text, req.line, req.column)?;
-    let v = ctx
+    let (v, waited) = ctx
         .services
         .servers
         .request_settled(
@@ -87,6 +90,7 @@ async fn hover(ctx: &Ctx, req: HoverInput) -> Result<HoverOutput, Failure> {
         truncated,
         language_server: o.conn.name.clone(),
         revision: o.revision,
+        note: waited,
     })
 }
 

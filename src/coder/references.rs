@@ -84,7 +84,7 @@ pub struct ReferencesOutput {
     /// The language server that answered (semantic answers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub language_server: Option<String>,
-    /// Why the answer is syntactic although the file's language has a server.
+    /// Why the answer is syntactic although the file's language has a server; or, on a semantic answer, how long ide waited for a busy server and for what.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// Why occurrences were left out: `max_results` or `budget`.
@@ -245,7 +245,7 @@ async fn semantic(
     };
     let mut params = o.position(line, column);
     params["context"] = serde_json::json!({"includeDeclaration": true});
-    let v = match ctx
+    let (v, waited) = match ctx
         .services
         .servers
         .request_settled(
@@ -346,7 +346,7 @@ async fn semantic(
             files_scanned,
             precision: "semantic".into(),
             language_server: Some(server),
-            note: None,
+            note: waited,
             stop_reason,
         }))
     })

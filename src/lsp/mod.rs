@@ -269,23 +269,48 @@ impl Servers {
         params: serde_json::Value,
         timeout: Duration,
         empty: impl Fn(&serde_json::Value) -> bool,
-    ) -> Result<serde_json::Value, Failure> {
+    ) -> Result<(serde_json::Value, Option<String>), Failure> {
         let started = tokio::time::Instant::now();
         let epoch = conn.progress_epoch();
         let v = self.request(conn, method, params.clone(), timeout).await?;
         if !empty(&v) || (conn.progress_epoch() == epoch && conn.progress().is_empty()) {
-            return Ok(v);
+            return Ok((v, None));
         }
         let left = timeout.saturating_sub(started.elapsed());
-        let what: Vec<String> = conn.progress().into_iter().map(|p| p.title).collect();
+        let what: Vec<String> = conn
+            .progress()
+            .into_iter()
+            .map(|p| match p.percentage {
+                Some(pc) => format!("{} ({pc}%)", p.title),
+                None => p.title,
+            })
+            .collect();
         tracing::info!(server = %conn.name, method, waiting_for = ?what, "an empty answer while the server was busy: asking again when it is done");
-        if !conn.wait_idle(left).await {
-            return Ok(v);
+        let waited = tokio::time::Instant::now();
+        let idle = conn.wait_idle(left).await;
+        let note = format!(
+            "language server {} was busy ({}) when asked; ide waited {} ms for it{}",
+            conn.name,
+            if what.is_empty() {
+                "loading".to_string()
+            } else {
+                what.join("; ")
+            },
+            waited.elapsed().as_millis(),
+            if idle {
+                " and asked again"
+            } else {
+                ", and it was still busy at the deadline: the answer may be incomplete"
+            }
+        );
+        if !idle {
+            return Ok((v, Some(note)));
         }
         let left = timeout
             .saturating_sub(started.elapsed())
             .max(Duration::from_millis(500));
-        self.request(conn, method, params, left).await
+        let v = self.request(conn, method, params, left).await?;
+        Ok((v, Some(note)))
     }
 
     /// Make a request, killing the server when it hangs.

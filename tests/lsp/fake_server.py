@@ -18,6 +18,9 @@ shutdown/exit. MODE picks the fault:
 - rename-secret: answers rename with a fourth file named secret.txt.
 - progress:     reports "Indexing" (40%) from its start on, never ending, and
                 answers hover after 3 s.
+- busy:         reports "Indexing" (40%) from its start; the first hover is
+                answered empty, then the indexing ends 1 s later; later
+                hovers are answered.
 
 PIDFILE, when given, receives its pid (so a test can kill -9 it), and
 PIDFILE.hover is created when a hover request arrives (so a test knows the
@@ -90,7 +93,7 @@ while True:
         send({"jsonrpc": "2.0", "id": mid, "result": {"capabilities": {
             "positionEncoding": "utf-16", "textDocumentSync": 1,
             "hoverProvider": True, "definitionProvider": True, "renameProvider": True}}})
-    elif method == "initialized" and MODE == "progress":
+    elif method == "initialized" and MODE in ("progress", "busy"):
         send({"jsonrpc": "2.0", "id": "p1", "method": "window/workDoneProgress/create",
               "params": {"token": "idx"}})
         send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "idx",
@@ -118,6 +121,13 @@ while True:
             os._exit(3)
         if MODE == "progress":
             time.sleep(3)
+        if MODE == "busy" and not docs.get("indexed"):
+            docs["indexed"] = True
+            send({"jsonrpc": "2.0", "id": mid, "result": None})
+            time.sleep(1)
+            send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": "idx",
+                  "value": {"kind": "end"}}})
+            continue
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "contents": {"kind": "markdown", "value": "fake hover"}}})
     elif method == "textDocument/definition":
