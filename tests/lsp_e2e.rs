@@ -431,7 +431,10 @@ async fn a_hung_server_is_killed_and_the_next_call_starts_another() {
 async fn an_answer_given_while_the_server_is_busy_is_asked_again_and_says_so() {
     let w = fake_world("busy", &[("a.txt", "word\n")]).await;
     let h = w
-        .call("coder::hover", json!({"path": "a.txt", "line": 1, "column": 1}))
+        .call(
+            "coder::hover",
+            json!({"path": "a.txt", "line": 1, "column": 1}),
+        )
         .await;
     assert_eq!(h["contents"], "fake hover", "{h}");
     let note = h["note"].as_str().unwrap_or_default();
@@ -923,7 +926,7 @@ async fn c_through_clangd_diagnostics_and_definition() {
             ("compile_flags.txt", "-xc\n-std=c11\n"),
         ],
         |_| format!(
-            "    c:\n      command: {}\n      args: [--background-index=false]\n      extensions: [c, h]\n      request_timeout_ms: 30000\n",
+            "    c:\n      command: {}\n      args: [--background-index=false]\n      extensions: [c, h]\n      request_timeout_ms: 30000\n      open_related: true\n",
             clangd.display()
         ),
     )
@@ -975,18 +978,27 @@ async fn c_through_clangd_diagnostics_and_definition() {
         .await;
     assert_eq!(refs["precision"], "semantic", "{refs}");
     assert!(refs["total"].as_u64().unwrap() >= 1, "{refs}");
-    let r = w
-        .engine
-        .call_with_timeout(
+    // clangd knows only the files it was sent: ide opens the ones holding
+    // the name first, so the rename reaches the declaration and the definition
+    let before: Vec<Vec<u8>> = ["shape.h", "shape.c", "main.c"]
+        .iter()
+        .map(|f| std::fs::read(w.root.join(f)).unwrap())
+        .collect();
+    let done = w
+        .call(
             "coder::rename",
-            json!({"path": "main.c", "line": 2, "column": 25, "new_name": "surface", "dry_run": true}),
-            T,
+            json!({"path": "main.c", "line": 2, "column": 25, "new_name": "surface"}),
         )
         .await;
-    match r {
-        Ok(v) => assert!(!v["files"].as_array().unwrap().is_empty(), "{v}"),
-        // clangd without its background index may refuse a cross-file rename: the error says so
-        Err(e) => assert!(format!("{e:?}").contains("rename"), "{e:?}"),
+    assert_eq!(done["files"].as_array().unwrap().len(), 3, "{done}");
+    assert_eq!(
+        std::fs::read_to_string(w.root.join("shape.h")).unwrap(),
+        "int surface(int r);\n"
+    );
+    w.call("shell::turns::revert", json!({"turn_id": done["turn_id"]}))
+        .await;
+    for (f, b) in ["shape.h", "shape.c", "main.c"].iter().zip(before) {
+        assert_eq!(std::fs::read(w.root.join(f)).unwrap(), b, "{f}");
     }
 }
 

@@ -243,6 +243,7 @@ async fn semantic(
         Err(u) if u.reason == "no_server" => return Ok(Err(None)),
         Err(u) => return Ok(Err(Some(super::semantic::fallback_note(&u.message)))),
     };
+    super::semantic::open_related(ctx, &o, name, o.timeout(&ctx.runtime)).await;
     let mut params = o.position(line, column);
     params["context"] = serde_json::json!({"includeDeclaration": true});
     let (v, waited) = match ctx

@@ -128,6 +128,19 @@ async fn rename(mut ctx: Ctx, req: RenameInput) -> Result<RenameOutput, Failure>
         .await?
         .map_err(|u| u.failure())?;
     super::source::offset_of(&req.path, &o.text, req.line, req.column)?;
+    // the name at the position, for a server that must see the files holding it
+    let at_name = {
+        let (raw, at2) = (req.path.clone(), at.clone());
+        let max_read = ctx.runtime.config.fs.max_read_bytes;
+        let (line, column) = (req.line, req.column);
+        blocking(move || super::references::name_at(&raw, &at2, line, column, max_read))
+            .await
+            .ok()
+            .map(|(n, _)| n)
+    };
+    if let Some(n) = &at_name {
+        semantic::open_related(ctx, &o, n, o.timeout(&ctx.runtime)).await;
+    }
     let mut params = o.position(req.line, req.column);
     params["newName"] = Value::String(req.new_name.clone());
     let edit = ctx

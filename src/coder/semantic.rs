@@ -154,6 +154,78 @@ pub async fn refresh(rt: &Arc<crate::runtime::Runtime>, conn: &Arc<Conn>) {
     }
 }
 
+/// Files opened in a server before a references or rename request.
+const RELATED: usize = 48;
+
+/// For a server configured with `open_related`: open in it the files of
+/// its extensions under its root that hold `name` (the content index
+/// narrows them, as for a search of the word), and wait — within `wait` —
+/// until it has published diagnostics for each, i.e. checked it: such a
+/// server answers references and renames only from what it has checked.
+pub async fn open_related(ctx: &Ctx, o: &Opened, name: &str, wait: Duration) {
+    let rt = ctx.runtime.clone();
+    let Some(cfg) = rt.config.code.servers().0.get(&o.conn.name).cloned() else {
+        return;
+    };
+    if !cfg.open_related {
+        return;
+    }
+    let index = ctx.services.index.clone();
+    let root = o.conn.root.display().to_string();
+    let word = name.to_string();
+    let asked = o.path.clone();
+    let Ok(files) = super::blocking(move || {
+        let search = super::search::SearchInput {
+            path: root,
+            ..super::search::SearchInput::files_only()
+        };
+        let (files, _) = super::search::candidate_files(
+            &rt,
+            Some(&index),
+            &search,
+            &word,
+            Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        )?;
+        let mut out = Vec::new();
+        for (path, at) in files {
+            if out.len() >= RELATED {
+                break;
+            }
+            let ext = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if path == asked || !cfg.extensions.contains(&ext) {
+                continue;
+            }
+            let raw = source::shown(&path);
+            let Ok(src) = source::read(&raw, &at, rt.config.fs.max_read_bytes) else {
+                continue;
+            };
+            if memchr::memmem::find(&src.bytes, word.as_bytes()).is_none() {
+                continue;
+            }
+            let stamp = at.loc().metadata().ok().map(|m| server::stamp_of(&m));
+            out.push((path, src.bytes, stamp));
+        }
+        Ok(out)
+    })
+    .await
+    else {
+        return;
+    };
+    let mut opened = Vec::new();
+    for (path, bytes, stamp) in files {
+        let (version, seq) = o.conn.sync(&path, Arc::new(bytes), stamp).await;
+        opened.push((path, version, seq));
+    }
+    let waits = opened
+        .iter()
+        .map(|(p, v, seq)| o.conn.diagnostics(p, *v, *seq, wait));
+    futures_util::future::join_all(waits).await;
+}
+
 /// A place a server named, as the policy lets it be shown.
 #[derive(Debug, Clone)]
 pub struct Place {

@@ -220,6 +220,9 @@ pub struct LanguageServerConfig {
     /// How long one request may take before it is cancelled (and the server killed when it does not cancel), in milliseconds (default 15000).
     #[serde(default = "d::lsp_request_timeout_ms")]
     pub request_timeout_ms: u64,
+    /// Before coder::references and coder::rename, open in the server the files of its extensions that hold the name (up to 48, found by the content index) and wait until it has checked them: for a server that knows only the files it was sent (clangd without its background index). Default false; true for the built-in clangd.
+    #[serde(default)]
+    pub open_related: bool,
 }
 
 impl CodeConfig {
@@ -435,8 +438,20 @@ mod d {
                 idle_timeout_ms: lsp_idle_timeout_ms(),
                 memory_limit_bytes: lsp_memory_limit_bytes(),
                 request_timeout_ms: lsp_request_timeout_ms(),
+                open_related: false,
             }
         };
+        let mut clangd = server(
+            "clangd",
+            // the background index of a whole project is what grows
+            // without bound (and it writes into the project); answers
+            // for open files need none of it
+            &["--background-index=false", "--log=error"],
+            &["c", "h", "cc", "cpp", "cxx", "hh", "hpp", "hxx"],
+            serde_json::Value::Null,
+        );
+        // without its index it knows only the files it was sent
+        clangd.open_related = true;
         vec![
             (
                 "python",
@@ -459,18 +474,7 @@ mod d {
                 ),
                 "npm install -g typescript-language-server typescript",
             ),
-            (
-                "c",
-                server(
-                    "clangd",
-                    // the background index of a whole project is what grows
-                    // without bound; answers for open files need none of it
-                    &["--background-index=false", "--log=error"],
-                    &["c", "h", "cc", "cpp", "cxx", "hh", "hpp", "hxx"],
-                    serde_json::Value::Null,
-                ),
-                "apt-get install clangd",
-            ),
+            ("c", clangd, "apt-get install clangd"),
             (
                 "go",
                 server("gopls", &[], &["go"], serde_json::Value::Null),

@@ -25,6 +25,7 @@ fn fake(pidfile: &Path) -> LanguageServerConfig {
         idle_timeout_ms: 600_000,
         memory_limit_bytes: 2 << 30,
         request_timeout_ms: 5_000,
+        open_related: false,
     }
 }
 

@@ -406,6 +406,7 @@ async fn a_call_waiting_on_a_busy_language_server_says_what_it_waits_for() {
                 idle_timeout_ms: 600_000,
                 memory_limit_bytes: 2 << 30,
                 request_timeout_ms: 30_000,
+                open_related: false,
             }),
         );
     });
