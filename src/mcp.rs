@@ -315,19 +315,7 @@ impl Backend for InProcess {
                 let work: Vec<String> = d
                     .progress
                     .iter()
-                    .map(|p| {
-                        let mut s = p.title.clone();
-                        if let Some(m) = &p.message {
-                            s.push_str(&format!(": {m}"));
-                        }
-                        if let Some(pc) = p.percentage {
-                            s.push_str(&format!(" ({pc}%)"));
-                        }
-                        if let Some(t) = p.since {
-                            s.push_str(&format!(", {} s so far", t.elapsed().as_secs()));
-                        }
-                        s
-                    })
+                    .map(crate::lsp::server::Progress::describe)
                     .collect();
                 format!("language server {} is busy: {}", d.name, work.join("; "))
             })

@@ -312,19 +312,7 @@ fn language_servers(ctx: &Ctx) -> Vec<LanguageServerInfo> {
                 progress: d
                     .progress
                     .iter()
-                    .map(|p| {
-                        let mut s = p.title.clone();
-                        if let Some(m) = &p.message {
-                            s.push_str(&format!(": {m}"));
-                        }
-                        if let Some(pc) = p.percentage {
-                            s.push_str(&format!(" ({pc}%)"));
-                        }
-                        if let Some(t) = p.since {
-                            s.push_str(&format!(", {} s so far", t.elapsed().as_secs()));
-                        }
-                        s
-                    })
+                    .map(crate::lsp::server::Progress::describe)
                     .collect(),
                 install: None,
             });

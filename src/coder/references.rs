@@ -323,22 +323,7 @@ async fn semantic(
             .collect();
         let total = all.len() as u32;
         let files_scanned = roles.len() as u32;
-        let mut used = 300 + name.len();
-        let mut out = Vec::new();
-        let mut stop_reason = None;
-        for r in all {
-            if out.len() >= max {
-                stop_reason = Some("max_results".into());
-                break;
-            }
-            let n = source::json_len(&r) + 1;
-            if used + n > budget {
-                stop_reason = Some("budget".into());
-                break;
-            }
-            used += n;
-            out.push(r);
-        }
+        let (out, stop_reason) = fit(all, max, budget, 300 + name.len());
         Ok(Ok(ReferencesOutput {
             name,
             language: lang,
@@ -368,22 +353,7 @@ fn run(
     let budget = req
         .max_answer_bytes
         .unwrap_or(super::symbols::DEFAULT_ANSWER_BYTES) as usize;
-    let mut used = 300 + name.len();
-    let mut out = Vec::new();
-    let mut stop_reason = None;
-    for r in all {
-        if out.len() >= max {
-            stop_reason = Some("max_results".into());
-            break;
-        }
-        let n = source::json_len(&r) + 1;
-        if used + n > budget {
-            stop_reason = Some("budget".into());
-            break;
-        }
-        used += n;
-        out.push(r);
-    }
+    let (out, stop_reason) = fit(all, max, budget, 300 + name.len());
     Ok(ReferencesOutput {
         name,
         language: lang.map(|l| l.lang.name.to_string()),
@@ -463,6 +433,30 @@ pub(crate) fn scan(
         found.into_iter().flatten().flatten().collect(),
         files_scanned,
     ))
+}
+
+/// The occurrences that fit `max` and `budget` bytes of answer (`base`
+/// already spent), in order, and why the rest were left out.
+fn fit(
+    all: Vec<Reference>,
+    max: usize,
+    budget: usize,
+    base: usize,
+) -> (Vec<Reference>, Option<String>) {
+    let mut used = base;
+    let mut out = Vec::new();
+    for r in all {
+        if out.len() >= max {
+            return (out, Some("max_results".into()));
+        }
+        let n = source::json_len(&r) + 1;
+        if used + n > budget {
+            return (out, Some("budget".into()));
+        }
+        used += n;
+        out.push(r);
+    }
+    (out, None)
 }
 
 /// The text of the line holding byte `at`, without its terminator.

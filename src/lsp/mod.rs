@@ -200,41 +200,13 @@ impl Servers {
         let slot = {
             let mut slots = self.slots();
             let key = (root.to_path_buf(), name.clone());
-            let slot = slots.entry(key.clone()).or_insert_with(|| {
-                Arc::new(Slot {
-                    name: name.clone(),
-                    root: root.to_path_buf(),
-                    cfg: cfg.clone(),
-                    start: tokio::sync::Mutex::new(()),
-                    inner: Mutex::new(SlotInner {
-                        running: None,
-                        state: State::Idle,
-                        last_error: None,
-                        crashes: VecDeque::new(),
-                        restarts: 0,
-                        last_used: Instant::now(),
-                        rss_bytes: None,
-                    }),
-                })
-            });
+            let slot = slots
+                .entry(key.clone())
+                .or_insert_with(|| Slot::new(&name, root, &cfg));
             if slot.cfg != cfg {
                 // reconfigured since: the old instance goes
                 let old = slot.clone();
-                *slot = Arc::new(Slot {
-                    name: name.clone(),
-                    root: root.to_path_buf(),
-                    cfg: cfg.clone(),
-                    start: tokio::sync::Mutex::new(()),
-                    inner: Mutex::new(SlotInner {
-                        running: None,
-                        state: State::Idle,
-                        last_error: None,
-                        crashes: VecDeque::new(),
-                        restarts: 0,
-                        last_used: Instant::now(),
-                        rss_bytes: None,
-                    }),
-                });
+                *slot = Slot::new(&name, root, &cfg);
                 tokio::spawn(async move { old.stop("its configuration changed").await });
             }
             slot.clone()
@@ -432,6 +404,24 @@ impl Servers {
 }
 
 impl Slot {
+    fn new(name: &str, root: &Path, cfg: &LanguageServerConfig) -> Arc<Slot> {
+        Arc::new(Slot {
+            name: name.to_string(),
+            root: root.to_path_buf(),
+            cfg: cfg.clone(),
+            start: tokio::sync::Mutex::new(()),
+            inner: Mutex::new(SlotInner {
+                running: None,
+                state: State::Idle,
+                last_error: None,
+                crashes: VecDeque::new(),
+                restarts: 0,
+                last_used: Instant::now(),
+                rss_bytes: None,
+            }),
+        })
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, SlotInner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }

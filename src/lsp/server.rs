@@ -89,6 +89,23 @@ pub struct Progress {
     pub since: Option<Instant>,
 }
 
+impl Progress {
+    /// As people read it: `Indexing: src (40%), 3 s so far`.
+    pub fn describe(&self) -> String {
+        let mut s = self.title.clone();
+        if let Some(m) = &self.message {
+            s.push_str(&format!(": {m}"));
+        }
+        if let Some(pc) = self.percentage {
+            s.push_str(&format!(" ({pc}%)"));
+        }
+        if let Some(t) = self.since {
+            s.push_str(&format!(", {} s so far", t.elapsed().as_secs()));
+        }
+        s
+    }
+}
+
 /// What a file's metadata says of its content (inode, size, mtime and
 /// ctime in ns): a different stamp means the file may have changed.
 pub type Stamp = (u64, u64, i128, i128);
