@@ -635,6 +635,36 @@ async fn a_rename_touching_a_protected_file_is_refused_and_names_it() {
         e.contains("C211") && missing.contains("C211"),
         "{e} / {missing}"
     );
+    // `paths` answers each file: the protected one as coder::read-file fails for it
+    let both = w
+        .call(
+            "coder::diagnostics",
+            json!({"paths": ["secret.txt", "nope.txt"]}),
+        )
+        .await;
+    for f in both["files"].as_array().unwrap() {
+        let error = f["error"].as_str().unwrap_or("");
+        assert!(
+            error.starts_with("C211: path not found or not accessible"),
+            "{both}"
+        );
+        assert!(
+            f["language_server"].is_null() && f["revision"].is_null(),
+            "{both}"
+        );
+    }
+    let secret = both["files"][0]["error"].as_str().unwrap();
+    assert!(
+        read.contains("protected glob") && secret.contains("protected glob"),
+        "{read} / {both}"
+    );
+    let one = w
+        .call("coder::diagnostics", json!({"paths": ["nope.txt"]}))
+        .await;
+    assert!(
+        one["files"][0]["error"].as_str().unwrap().contains("C211"),
+        "{one}"
+    );
 }
 
 // ---- real servers -------------------------------------------------------

@@ -165,6 +165,17 @@ async fn start(populate: impl FnOnce(&Path)) -> World {
 
 /// [`start`] with the engine over `store` (so it can be restarted).
 async fn start_over(store: &Store, populate: impl FnOnce(&Path)) -> World {
+    start_configured(store, populate, |_, _| {}, &[]).await
+}
+
+/// [`start_over`] with `configure` changing the worker's config (it gets
+/// the root and the temp dir) and `envs` set for the worker process.
+async fn start_configured(
+    store: &Store,
+    populate: impl FnOnce(&Path),
+    configure: impl FnOnce(&mut Config, &Path),
+    envs: &[(&str, String)],
+) -> World {
     let dir = tempfile::TempDir::new().expect("temp dir");
     let root = dir.path().canonicalize().expect("canonical").join("repo");
     std::fs::create_dir(&root).expect("mkdir repo");
@@ -173,9 +184,10 @@ async fn start_over(store: &Store, populate: impl FnOnce(&Path)) -> World {
     cfg.fs.allow_unjailed = false;
     cfg.fs.host_roots = vec![root.clone()];
     cfg.working_dir = Some(root.clone());
+    configure(&mut cfg, dir.path());
     let config_path = dir.path().join("config.yaml");
     let engine = Engine::start_with(0, store).await;
-    let ide = IdeProcess::serve(&engine.url(), &cfg, &config_path);
+    let ide = IdeProcess::serve_with(&engine.url(), &cfg, &config_path, envs);
     assert!(
         engine
             .wait_for_function("ide::ui-content", WAIT)
@@ -546,4 +558,157 @@ async fn one_page_reaches_two_hosts_by_namespace_in_chromium() {
         },
     )
     .await;
+}
+
+// ---- code intelligence in the page ----------------------------------------
+
+/// The language servers of the code suite (`tests/lsp/node_modules`, as
+/// `tests/lsp_e2e.rs` uses them), or None: a skip, unless the UI or the
+/// language-server tests are required.
+fn code_servers() -> Option<(PathBuf, PathBuf, PathBuf)> {
+    let lsp = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lsp/node_modules");
+    let pyright = lsp.join(".bin/pyright-langserver");
+    let tls = lsp.join(".bin/typescript-language-server");
+    let tsserver = lsp.join("typescript/lib/tsserver.js");
+    if pyright.exists() && tls.exists() && tsserver.exists() {
+        return Some((pyright, tls, tsserver));
+    }
+    let lsp_required = std::env::var("IDE_LSP_TESTS").is_ok_and(|v| v == "required");
+    assert!(
+        !required() && !lsp_required,
+        "the page's code suite needs pyright and typescript-language-server: run `npm ci` in tests/lsp"
+    );
+    eprintln!("skipped: tests/lsp/node_modules is missing (npm ci in tests/lsp)");
+    None
+}
+
+/// A folder holding only what the worker may run here (node for the npm
+/// servers' `#!/usr/bin/env node`, sh, git): no other language server is on
+/// its PATH, so a Go or Rust file has none, whatever this machine has.
+fn worker_path(dir: &Path) -> String {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir bin");
+    for tool in ["node", "sh", "git", "env"] {
+        let found = std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(tool))
+                .find(|c| c.exists())
+        });
+        if let Some(found) = found {
+            std::os::unix::fs::symlink(found, bin.join(tool)).expect("symlink tool");
+        }
+    }
+    bin.display().to_string()
+}
+
+/// The Python and TypeScript projects of the code journey (and a Go file
+/// no server serves).
+fn code_fixture(root: &Path) {
+    let w = |rel: &str, body: &str| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, body).expect("write fixture");
+    };
+    w(
+        "py/calc.py",
+        "\"\"\"A tiny expression parser.\"\"\"\n\n\nclass Parser:\n    \"\"\"Parses sums.\"\"\"\n\n    \
+         def __init__(self, text: str) -> None:\n        self.text = text\n\n    \
+         def parse_expr(self, depth: int) -> int:\n        \"\"\"The value of the sum, at most depth terms.\"\"\"\n        \
+         return sum(int(t) for t in self.text.split(\"+\")[:depth])\n\n    \
+         def parse_term(self) -> str:\n        return self.text.strip()\n\n\n\
+         class Other:\n    def parse_expr(self, depth: int) -> int:\n        return depth\n",
+    );
+    w(
+        "py/main.py",
+        "from calc import Parser\n\n\ndef run(text: str) -> int:\n    p = Parser(text)\n    \
+         first = p.parse_expr(1)\n    return first + p.parse_expr(2)\n",
+    );
+    w(
+        "py/report.py",
+        "from calc import Other, Parser\n\n\ndef report(text: str) -> str:\n    \
+         value = Parser(text).parse_expr(3)\n    return f\"{value} {Other().parse_expr(1)}\"\n\n\n\
+         def helper_total(values: list[int]) -> int:\n    return sum(values)\n",
+    );
+    w(
+        "ts/tsconfig.json",
+        "{\"compilerOptions\": {\"strict\": true}}\n",
+    );
+    w(
+        "ts/shapes.ts",
+        "export class Box {\n  constructor(private side: number) {}\n\n  area(): number {\n    \
+         return this.side * this.side;\n  }\n}\n\nexport function describe(b: Box): string {\n  \
+         return `box of ${b.area()}`;\n}\n",
+    );
+    w(
+        "ts/main.ts",
+        "import { Box, describe } from \"./shapes\";\n\nconst b = new Box(3);\n\
+         const total: number = b.area() + new Box(4).area();\nconsole.log(total, describe(b));\n",
+    );
+    w(
+        "go/main.go",
+        "package main\n\nfunc helper() int { return 1 }\n\nfunc main() { _ = helper() }\n",
+    );
+}
+
+/// The worker serving `code_fixture` with pyright and
+/// typescript-language-server from tests/lsp, and nothing else on its PATH.
+async fn run_code_suite(file: &str, populate: impl FnOnce(&Path)) {
+    if node_ready().is_none() {
+        return;
+    }
+    let Some(chromium) = chromium() else {
+        missing("chromium is not installed");
+        return;
+    };
+    let Some((pyright, tls, tsserver)) = code_servers() else {
+        return;
+    };
+    let bin = tempfile::TempDir::new().expect("bin dir");
+    let path = worker_path(bin.path());
+    let world = start_configured(
+        &Store::new(),
+        populate,
+        |cfg, _| {
+            let entry = |v: serde_json::Value| {
+                Some(serde_json::from_value(v).expect("a language server entry"))
+            };
+            cfg.code.language_servers.insert(
+                "python".into(),
+                entry(serde_json::json!({
+                    "command": pyright, "args": ["--stdio"], "extensions": ["py"],
+                    "request_timeout_ms": 60000,
+                })),
+            );
+            cfg.code.language_servers.insert(
+                "typescript".into(),
+                entry(serde_json::json!({
+                    "command": tls, "args": ["--stdio"], "extensions": ["ts", "tsx"],
+                    "request_timeout_ms": 60000,
+                    "initialization_options": {"tsserver": {"path": tsserver}},
+                })),
+            );
+        },
+        &[("PATH", path), ("RUST_LOG", "info,ide::lsp=debug".into())],
+    )
+    .await;
+    let envs = vec![
+        ("IDE_ENGINE_URL", world.engine.url()),
+        ("IDE_TEST_ROOT", world.root.display().to_string()),
+        ("IDE_CHROMIUM", chromium.display().to_string()),
+        ("IDE_ARTIFACTS", artifacts().display().to_string()),
+    ];
+    node(&["--test", "--test-concurrency=1", file], &envs, || {
+        format!("ide logs:\n{}", world.ide.logs())
+    })
+    .await;
+}
+
+/// The page as an IDE, on a Python and a TypeScript project: the outline
+/// and breadcrumbs, Ctrl+T, F12, Shift+F12, F2 with its preview and the
+/// History panel's undo (every byte back), a type error's squiggle and
+/// Problems entry after a save and gone after the fix, hover, and the note
+/// for a file no language server serves. Screenshots in `ui-artifacts/`.
+#[tokio::test(flavor = "multi_thread")]
+async fn code_intelligence_in_the_page_on_python_and_typescript() {
+    run_code_suite("test/browser/code.test.mjs", code_fixture).await;
 }

@@ -25,7 +25,7 @@ pub struct DiagnosticsInput {
     /// One file.
     #[serde(default)]
     pub path: Option<String>,
-    /// Several files (at most 50).
+    /// Several files (at most 50): each is answered, one that cannot be checked (missing, no server) with its `error`.
     #[serde(default)]
     pub paths: Option<Vec<String>>,
     /// A folder: its files that have a language server (ignore files, default excludes and the policy apply as in coder::search), the first 50 in path order.
@@ -109,6 +109,9 @@ pub fn def() -> FunctionDef {
 
 async fn diagnostics(ctx: &Ctx, req: DiagnosticsInput) -> Result<DiagnosticsOutput, Failure> {
     let mut stop_reason = None;
+    // `path` fails whole for a file that cannot be checked; `paths` and
+    // `folder` answer each file, its `error` saying why
+    let single = req.path.is_some();
     let paths: Vec<String> = match (req.path, req.paths, req.folder) {
         (Some(p), None, None) => vec![p],
         (None, Some(ps), None) if !ps.is_empty() => ps,
@@ -141,7 +144,6 @@ async fn diagnostics(ctx: &Ctx, req: DiagnosticsInput) -> Result<DiagnosticsOutp
     }
     let wait = Duration::from_millis(req.wait_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_WAIT_MS));
     let scope = resolve_scope(ctx, req.base_dir.as_deref())?;
-    let single = paths.len() == 1;
     // every file handed over first, then the waits run together
     let mut opened = Vec::new();
     for raw in &paths {
@@ -157,7 +159,7 @@ async fn diagnostics(ctx: &Ctx, req: DiagnosticsInput) -> Result<DiagnosticsOutp
     }
     let waits = opened.into_iter().map(|(raw, got)| async move {
         match got {
-            Err(f) => FileDiagnostics::failed(raw, None, f.to_string()),
+            Err(f) => FileDiagnostics::failed(raw, None, coded(&f)),
             Ok(Err(u)) => FileDiagnostics::failed(raw, None, u.message),
             Ok(Ok(o)) => of_opened(&raw, &o, wait).await,
         }
@@ -217,6 +219,12 @@ async fn folder_files(
         Ok((with, more))
     })
     .await
+}
+
+/// A file's failure as its `error` text, with the code the call itself would fail with (`C211: …`).
+fn coded(f: &Failure) -> String {
+    let w = f.to_wire(crate::error::Surface::Coder);
+    format!("{}: {}", w.code, w.message)
 }
 
 impl FileDiagnostics {
@@ -324,7 +332,7 @@ pub async fn after_write(
     }
     let waits = opened.into_iter().map(|(raw, got)| async move {
         match got {
-            Err(f) => FileDiagnostics::failed(raw, None, f.to_string()),
+            Err(f) => FileDiagnostics::failed(raw, None, coded(&f)),
             Ok(Err(u)) => FileDiagnostics::failed(raw, None, u.message),
             Ok(Ok(o)) => of_opened(&raw, &o, wait).await,
         }

@@ -634,6 +634,7 @@ impl Conn {
             }
         }
         self.note_change(&uri);
+        tracing::debug!(server = %self.name, uri, seq, bytes = text.len(), "didOpen");
         self.notify(
             "textDocument/didOpen",
             json!({"textDocument": {"uri": uri, "languageId": language_id(path),
@@ -687,6 +688,7 @@ impl Conn {
         let uri = text::uri_of(path);
         let mut docs = self.docs.lock().await;
         if docs.open.remove(&uri).is_some() {
+            tracing::debug!(server = %self.name, uri, "didClose");
             self.open_uris
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())

@@ -86,10 +86,22 @@ impl IdeProcess {
         cfg: &ide::config::Config,
         config_path: &std::path::Path,
     ) -> IdeProcess {
+        Self::serve_with(url, cfg, config_path, &[])
+    }
+
+    /// [`serve`](Self::serve) with more environment for the worker.
+    pub fn serve_with(
+        url: &str,
+        cfg: &ide::config::Config,
+        config_path: &std::path::Path,
+        envs: &[(&str, String)],
+    ) -> IdeProcess {
         std::fs::write(config_path, cfg.to_value().to_string()).expect("write seed");
+        let mut all: Vec<(&str, &str)> = vec![("RUST_LOG", "info")];
+        all.extend(envs.iter().map(|(k, v)| (*k, v.as_str())));
         Self::spawn(
             &["--url", url, "--config", &config_path.display().to_string()],
-            &[("RUST_LOG", "info")],
+            &all,
         )
     }
 

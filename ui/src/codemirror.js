@@ -125,7 +125,7 @@ export function themeFor(dark) {
 /**
  * Everything an editor tab carries; the compartments let the page swap the
  * language, theme and read-only flag without rebuilding the state.
- * @param {{path: string, dark: boolean, readOnly: boolean, eol?: any, onSave: () => void, onChange: (state: EditorState) => void}} o
+ * @param {{path: string, dark: boolean, readOnly: boolean, eol?: any, code?: any, onSave: () => void, onChange: (state: EditorState) => void}} o
  */
 export function editorExtensions(o) {
   const language = new Compartment();
@@ -147,6 +147,8 @@ export function editorExtensions(o) {
     highlightActiveLine(),
     highlightSelectionMatches(),
     search({ top: true }),
+    // code intelligence (code/extensions.js): F12, Shift+F12, F2, hover, diagnostics
+    o.code ?? [],
     keymap.of([
       {
         key: "Mod-s",

@@ -3,10 +3,28 @@
 // diffs and comparisons, hex and image previews, and the banners that say
 // what the disk did.
 
-import { useEffect, useRef } from "react";
+import { useEffect, useRef, useSyncExternalStore } from "react";
 import { EditorView, EditorState, editorExtensions, mergeView, themeFor, readOnlyExt } from "./codemirror.js";
+import { codeExtensions, revealPosition, showDiagnostics } from "./code/extensions.js";
+import { Breadcrumbs } from "./code/panels.jsx";
 import { Banner, ErrorLine } from "./ui.jsx";
 import { eolFor, fileText, replaceWith } from "./eol.js";
+
+/**
+ * What F12, Shift+F12, F2, hover and the cursor do: the mounted workspace
+ * sets `current` on every render (editor states outlive a render, and a
+ * cached state must reach the workspace that shows it now).
+ * @type {{current: import("./code/extensions.js").CodeActions}}
+ */
+export const codeActions = {
+  current: {
+    definition: () => {},
+    references: () => {},
+    rename: () => {},
+    hover: async () => null,
+    cursor: () => {},
+  },
+};
 
 /** Editor states of open tabs, by path (the tab model keeps text; this keeps history). */
 const states = new Map();
@@ -91,6 +109,7 @@ export function EditorPane({ ctx, tab }) {
           </span>
         </Banner>
       )}
+      {!tab.compare && <Breadcrumbs ctx={ctx} path={tab.path} />}
       {tab.compare ? (
         <div className="ide-compare" data-testid="compare-view">
           <div className="ide-compare-head">
@@ -141,6 +160,9 @@ function CodeEditor({ ctx, tab }) {
   const parts = useRef(/** @type {any} */ (null));
   const readOnly = tab.kind !== "text";
   const currentReplaced = useRef(tab.replaced);
+  const shownDiagnostics = useRef(/** @type {any} */ (null));
+  useSyncExternalStore(ctx.code.subscribe, ctx.code.snapshot);
+  const diagnostics = ctx.code.diagnostics.get(tab.path) ?? null;
 
   useEffect(() => {
     const el = host.current;
@@ -156,6 +178,7 @@ function CodeEditor({ ctx, tab }) {
           dark: ctx.dark,
           readOnly,
           eol: shaped?.extension,
+          code: codeExtensions(path, codeActions),
           onSave: () => ctx.save(path),
           onChange: (s) => ctx.tabs.edit(path, fileText(s)),
         });
@@ -166,12 +189,16 @@ function CodeEditor({ ctx, tab }) {
       v.dispatch({ effects: [o.theme.reconfigure(themeFor(ctx.dark)), o.readOnly.reconfigure(readOnlyExt(readOnly))] });
     }
     view.current = v;
+    ctx.views.set(path, v);
+    shownDiagnostics.current = null;
     if (ctx.pendingLine.current?.path === path) {
-      goToLine(v, ctx.pendingLine.current.line);
+      revealPosition(v, ctx.pendingLine.current.line, ctx.pendingLine.current.column);
       ctx.pendingLine.current = null;
     }
+    codeActions.current.cursor(path, v.state.doc.lineAt(v.state.selection.main.head).number);
     return () => {
       states.set(path, { state: v.state, parts: o, replaced: currentReplaced.current });
+      if (ctx.views.get(path) === v) ctx.views.delete(path);
       v.destroy();
       view.current = null;
     };
@@ -201,19 +228,20 @@ function CodeEditor({ ctx, tab }) {
   useEffect(() => {
     const p = ctx.pendingLine.current;
     if (p && p.path === tab.path && view.current) {
-      goToLine(view.current, p.line);
+      revealPosition(view.current, p.line, p.column);
       ctx.pendingLine.current = null;
     }
   });
 
-  return <div className="ide-cm" data-testid="editor" data-path={tab.path} ref={host} />;
-}
+  // the file's diagnostics as squiggles (each answer once; they follow later edits as CodeMirror maps them)
+  useEffect(() => {
+    const v = view.current;
+    if (!v || shownDiagnostics.current === diagnostics) return;
+    shownDiagnostics.current = diagnostics;
+    showDiagnostics(v, diagnostics?.list ?? []);
+  });
 
-/** @param {any} v @param {number} line */
-function goToLine(v, line) {
-  const n = Math.max(1, Math.min(line, v.state.doc.lines));
-  const pos = v.state.doc.line(n).from;
-  v.dispatch({ selection: { anchor: pos }, effects: EditorView.scrollIntoView(pos, { y: "center" }) });
+  return <div className="ide-cm" data-testid="editor" data-path={tab.path} ref={host} />;
 }
 
 /** @param {{a: string, b: string, path: string, dark: boolean}} props */

@@ -8,6 +8,7 @@ import { TerminalPanel } from "./terminal/panel.jsx";
 import { JobsPanel } from "./ops/jobs.jsx";
 import { HistoryPanel } from "./ops/history.jsx";
 import { ScmPanel } from "./ops/scm.jsx";
+import { OutlinePanel, ProblemsPanel, ReferencesPanel } from "./code/panels.jsx";
 
 /**
  * `when` hides a pane whose subject is absent (source control outside a
@@ -20,6 +21,7 @@ import { ScmPanel } from "./ops/scm.jsx";
 export const sidePanes = [
   { id: "explorer", title: "Explorer", render: (ctx) => <Explorer ctx={ctx} /> },
   { id: "search", title: "Search", render: (ctx) => <SearchPanel ctx={ctx} /> },
+  { id: "outline", title: "Outline", render: (ctx) => <OutlinePanel ctx={ctx} /> },
   { id: "scm", title: "Git", when: (ctx) => ctx.git?.inRepo === true, render: (ctx) => <ScmPanel ctx={ctx} /> },
 ];
 
@@ -28,4 +30,6 @@ export const bottomPanes = [
   { id: "terminal", title: "Terminal", keepMounted: true, render: (ctx) => <TerminalPanel ctx={ctx} /> },
   { id: "jobs", title: "Jobs", render: (ctx) => <JobsPanel ctx={ctx} /> },
   { id: "history", title: "History", render: (ctx) => <HistoryPanel ctx={ctx} /> },
+  { id: "problems", title: "Problems", render: (ctx) => <ProblemsPanel ctx={ctx} /> },
+  { id: "references", title: "References", render: (ctx) => <ReferencesPanel ctx={ctx} /> },
 ];

@@ -7,7 +7,7 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState, useSyncExternalS
 import { TreeModel } from "./models/tree.js";
 import { TabsModel } from "./models/tabs.js";
 import { basename, imageType, join, relative, stealsView } from "./models/paths.js";
-import { EditorPane, forgetEditorState } from "./editor.jsx";
+import { EditorPane, codeActions, forgetEditorState } from "./editor.jsx";
 import { bottomPanes, sidePanes } from "./panes.jsx";
 import { storage } from "./storage.js";
 import { Button, ErrorLine } from "./ui.jsx";
@@ -15,6 +15,9 @@ import { QuickOpen } from "./quickopen.jsx";
 import { describeShape, readShape } from "./models/shape.js";
 import { changeLabel } from "./models/turns.js";
 import { GitRepo } from "./ops/git.js";
+import { CodeModel, extensionOf, isCode } from "./models/code.js";
+import { revealPosition, wirePosition } from "./code/extensions.js";
+import { CodeStatus, DefinitionPicker, RenameBox, SymbolOpen } from "./code/panels.jsx";
 
 const PAGE_SIZE = 1000;
 /** Text above this opens read-only. */
@@ -26,6 +29,8 @@ const HEX_BYTES = 64 << 10;
 const MAX_IMAGE_BYTES = 16 << 20;
 /** A change event this soon after the page's own save of the path is that save. */
 const OWN_WRITE_MS = 3000;
+/** Diagnostics are asked this long after the last save or change, for every open code file at once. */
+const DIAGNOSE_SETTLE_MS = 100;
 
 /** @param {string} b64 */
 function decodeBase64(b64) {
@@ -99,8 +104,19 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
   const [bottom, setBottom] = useState(() => storage.get("bottom") ?? "terminal");
   const [notice, setNotice] = useState(/** @type {any} */ (null));
   const [quickOpen, setQuickOpen] = useState(false);
+  const [symbolOpen, setSymbolOpen] = useState(false);
+  const [picker, setPicker] = useState(/** @type {any} */ (null));
+  const [renameAt, setRenameAt] = useState(/** @type {any} */ (null));
+  const [info, setInfo] = useState(/** @type {string | null} */ (null));
+  /** @param {string} p */
+  const abs = (p) => (p.startsWith("/") ? p : join(root, p));
+  const code = useMemo(() => new CodeModel((id, payload) => api.call(id, payload), root, abs), [api, root]);
+  useSyncExternalStore(code.subscribe, code.snapshot);
+  const views = useMemo(() => /** @type {Map<string, any>} */ (new Map()), [root]);
+  const diagnoseTimer = useRef(/** @type {ReturnType<typeof setTimeout> | null} */ (null));
   const ownWrites = useRef(/** @type {Map<string, number>} */ (new Map()));
-  const pendingLine = useRef(/** @type {null | {path: string, line: number}} */ (null));
+  const refreshSeq = useRef(/** @type {Map<string, number>} */ (new Map()));
+  const pendingLine = useRef(/** @type {null | {path: string, line: number, column?: number}} */ (null));
   const restored = useRef(false);
   const seenChanges = useRef(/** @type {Set<string>} */ (new Set()));
   const [follow, setFollow] = useState(() => storage.get("follow") === "true");
@@ -158,12 +174,103 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
         // a save keeps the mode (and eol.js every byte the user did not touch)
         extra: { mode: text.mode, shape: describeShape(readShape(text.content)) },
       });
+      if (isCode(path)) rediagnose();
     } catch (e) {
       tabs.failed(path, /** @type {any} */ (e));
     }
   };
 
-  /** @param {string} path @param {{protected?: boolean, line?: number, background?: boolean}} [o] */
+  /** Diagnostics of every open code file, a moment after the last save or change (one call for all). */
+  const rediagnose = () => {
+    if (diagnoseTimer.current) clearTimeout(diagnoseTimer.current);
+    diagnoseTimer.current = setTimeout(() => {
+      diagnoseTimer.current = null;
+      const open = tabs.tabs.filter((t) => t.kind !== "diff" && isCode(t.path)).map((t) => t.path);
+      void code.diagnose(open);
+    }, DIAGNOSE_SETTLE_MS);
+  };
+
+  /** Show `path` with the cursor at a wire position (1-based line, byte column). @param {string} path @param {number} line @param {number} [column] */
+  const goTo = (path, line, column = 1) => {
+    const view = views.get(path);
+    if (tabs.active === path && view) {
+      revealPosition(view, line, column);
+      return;
+    }
+    openFile(path, { line, column });
+  };
+
+  /** F12 / Ctrl+click: one definition opens, several ask, none says so. @param {string} path @param {any} view @param {number} pos */
+  const definitionAt = async (path, view, pos) => {
+    const { line, column } = wirePosition(view, pos);
+    try {
+      const out = await code.definition(path, line, column);
+      const locations = /** @type {any[]} */ (out.locations ?? []);
+      const inside = locations.filter((l) => !l.outside_roots);
+      if (locations.length === 0) setNotice({ code: "no definition", message: `No definition of ${out.name} was found${out.note ? ` (${out.note})` : ""}` });
+      else if (locations.length === 1 && inside.length === 1) goTo(abs(inside[0].path), inside[0].line, inside[0].column);
+      else setPicker(out);
+    } catch (e) {
+      setNotice(e);
+    }
+  };
+
+  /** Shift+F12: the references panel. @param {string} path @param {any} view @param {number} pos */
+  const referencesAt = async (path, view, pos) => {
+    const { line, column } = wirePosition(view, pos);
+    setBottom("references");
+    await code.findReferences(path, line, column);
+  };
+
+  /** F2: the rename input at the symbol (a file with unsaved edits is saved first by the user). @param {string} path @param {any} view @param {number} pos */
+  const renameAt0 = (path, view, pos) => {
+    const t = tabs.get(path);
+    if (t?.dirty) {
+      setNotice({ code: "unsaved", message: `Save ${relative(root, path) ?? path} before renaming: the rename changes the files on disk` });
+      return;
+    }
+    const word = view.state.wordAt(pos);
+    const at = word ? word.from : pos;
+    const { line, column } = wirePosition(view, at);
+    const coords = view.coordsAtPos(at) ?? { left: 100, bottom: 100 };
+    setRenameAt({ path, line, column, name: word ? view.state.sliceDoc(word.from, word.to) : "", x: coords.left, y: coords.bottom + 4 });
+  };
+
+  /** The rename, applied: the page's own writes (no writer diff tabs), open tabs follow the disk. @param {any} at @param {string} newName @param {string[]} files */
+  const applyRename = async (at, newName, files) => {
+    const now = Date.now();
+    for (const f of files) ownWrites.current.set(f, now);
+    const out = await code.rename({ path: at.path, line: at.line, column: at.column, new_name: newName, dry_run: false });
+    const written = /** @type {any[]} */ (out.files ?? []).map((f) => abs(f.path));
+    for (const f of written) {
+      ownWrites.current.set(f, Date.now());
+      if (tabs.get(f)) void refreshTab(f);
+    }
+    setInfo(`Renamed ${at.name} to ${newName}: ${out.edits} edits in ${written.length} files, one change (${out.turn_id}); the History panel can revert it.`);
+    rediagnose();
+  };
+
+  /** @param {string} path @param {any} view @param {number} pos */
+  const hoverAt = async (path, view, pos) => {
+    if (!isCode(path) || code.serverless.has(extensionOf(path))) return null;
+    const { line, column } = wirePosition(view, pos);
+    try {
+      const out = await code.hover(path, line, column);
+      return { contents: out.contents ?? "", server: out.language_server ?? "" };
+    } catch {
+      return null;
+    }
+  };
+
+  codeActions.current = {
+    definition: (path, view, pos) => void definitionAt(path, view, pos),
+    references: (path, view, pos) => void referencesAt(path, view, pos),
+    rename: renameAt0,
+    hover: hoverAt,
+    cursor: (path, line) => code.setCursor(path, line),
+  };
+
+  /** @param {string} path @param {{protected?: boolean, line?: number, column?: number, background?: boolean}} [o] */
   const openFile = (path, o = {}) => {
     if (o.protected) {
       setNotice({ code: "protected", message: `${relative(root, path) ?? path} matches the protected globs: ide does not read or write it, so it cannot be opened` });
@@ -173,7 +280,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     const active = tabs.active;
     const fresh = tabs.open(path);
     if (o.background && active) tabs.activate(active);
-    if (o.line) pendingLine.current = { path, line: o.line };
+    if (o.line) pendingLine.current = { path, line: o.line, column: o.column };
     if (fresh) load(path);
   };
 
@@ -192,6 +299,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
       const r = await api.save(path, content, revision, tabs.get(path)?.extra?.mode ?? null);
       ownWrites.current.set(path, Date.now());
       tabs.saved(path, content, r.revision);
+      rediagnose();
     } catch (e) {
       tabs.saveFailed(path, /** @type {any} */ (e));
     }
@@ -220,16 +328,23 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     if (t?.kind === "image" && t.extra?.url) URL.revokeObjectURL(t.extra.url);
     forgetEditorState(path);
     tabs.close(path);
+    code.forget(path);
   };
 
-  /** A fresh read of an open tab after the disk moved. @param {string} path */
+  /** A fresh read of an open tab after the disk moved. Reads of one path can overlap (a burst
+   * of changes): only the last one started is applied, so an older read answered late never
+   * puts older text back. @param {string} path */
   const refreshTab = async (path) => {
     const t = tabs.get(path);
     if (!t || t.state !== "ready" || (t.kind !== "text" && t.kind !== "readonly")) return;
+    const mine = (refreshSeq.current.get(path) ?? 0) + 1;
+    refreshSeq.current.set(path, mine);
     try {
       const disk = await api.readText(path, MAX_TEXT_BYTES);
+      if (refreshSeq.current.get(path) !== mine) return;
       tabs.diskChanged(path, disk);
     } catch (e) {
+      if (refreshSeq.current.get(path) !== mine) return;
       const err = /** @type {any} */ (e);
       if (err.code === "C211") tabs.diskChanged(path, { deleted: true });
       else tabs.update(path, (x) => (x.error = err));
@@ -304,6 +419,8 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
         if (e.kind === "deleted") tabs.diskChanged(abs, { deleted: true });
         else refreshTab(abs);
       }
+      // another writer's change can break (or fix) any open file: ask again for all of them
+      if (isCode(abs) && tabs.tabs.some((t) => isCode(t.path))) rediagnose();
       const own = ownWrites.current.get(abs);
       const mine = own !== undefined && Date.now() - own < OWN_WRITE_MS;
       if (e.change_id && !mine && stealsView(e.path)) followWriter(e, abs);
@@ -311,6 +428,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     const offReconnect = app.onReconnect(() => {
       for (const d of tree.listings.keys()) tree.load(d);
       for (const t of tabs.tabs) refreshTab(t.path);
+      rediagnose();
     });
     return () => {
       offChange();
@@ -334,9 +452,12 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
   useEffect(() => {
     /** @param {KeyboardEvent} e */
     const onKey = (e) => {
-      if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "p") {
+      if ((e.ctrlKey || e.metaKey) && !e.shiftKey && !e.altKey && e.key.toLowerCase() === "p") {
         e.preventDefault();
         setQuickOpen(true);
+      } else if ((e.ctrlKey || e.metaKey) && !e.shiftKey && !e.altKey && e.key.toLowerCase() === "t") {
+        e.preventDefault();
+        setSymbolOpen(true);
       }
     };
     window.addEventListener("keydown", onKey);
@@ -345,6 +466,12 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
 
   const active = tabs.active ? tabs.get(tabs.active) : null;
   const unseen = tabs.unseen();
+  const activeText = active && active.state === "ready" && (active.kind === "text" || active.kind === "readonly") ? active.path : null;
+
+  // the active file's outline (breadcrumbs and the outline pane), read again at each new revision
+  useEffect(() => {
+    if (activeText) void code.loadOutline(activeText, active?.revision ?? null);
+  }, [code, activeText, active?.revision]);
   const ctx = {
     app,
     api,
@@ -362,6 +489,13 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     git,
     showDiff,
     notify: setNotice,
+    code,
+    views,
+    abs,
+    activeText,
+    goTo,
+    applyRename,
+    showBottom: setBottom,
   };
   const shownSide = sidePanes.filter((p) => !p.when || p.when(ctx));
   const side = shownSide.find((p) => p.id === pane) ?? shownSide[0];
@@ -384,6 +518,9 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
         </Button>
         <Button host={host} small onClick={() => setQuickOpen(true)} title="Quick open (Ctrl+P)">
           Go to file…
+        </Button>
+        <Button host={host} small onClick={() => setSymbolOpen(true)} title="Go to a symbol anywhere in the root (Ctrl+T)">
+          Go to symbol…
         </Button>
         <label className="ide-follow" title="Show each change a writer (an agent, another tab) makes as it happens, instead of opening it in the background">
           <input type="checkbox" data-testid="follow" checked={follow} onChange={(e) => setFollow(e.currentTarget.checked)} />
@@ -482,7 +619,19 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
         {!notice && !app.bindError && app.worker.state !== "away" && app.worker.restartedAt === null && (
           <span className="ide-muted">{statusText(root, active, tree)}</span>
         )}
+        {info && (
+          <span className="ide-status-info" role="status" data-testid="code-info">
+            {info}{" "}
+            <button className="ide-link" onClick={() => setInfo(null)}>
+              OK
+            </button>
+          </span>
+        )}
+        <CodeStatus ctx={ctx} />
       </footer>
+      {symbolOpen && <SymbolOpen ctx={ctx} onClose={() => setSymbolOpen(false)} />}
+      {picker && <DefinitionPicker ctx={ctx} answer={picker} onClose={() => setPicker(null)} />}
+      {renameAt && <RenameBox ctx={ctx} at={renameAt} onClose={() => setRenameAt(null)} />}
       {quickOpen && (
         <QuickOpen
           ctx={ctx}
