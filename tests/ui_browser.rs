@@ -712,3 +712,33 @@ async fn run_code_suite(file: &str, populate: impl FnOnce(&Path)) {
 async fn code_intelligence_in_the_page_on_python_and_typescript() {
     run_code_suite("test/browser/code.test.mjs", code_fixture).await;
 }
+
+/// The BENCHMARKS.md numbers of the page's code intelligence: the outline of
+/// a 5 000-line file after opening it, and F12 from its end to its top,
+/// semantic (pyright) and structural (Go, no server).
+/// `cargo test --release --test ui_browser -- --ignored bench_code`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "benchmark: repeated rounds on 5 000-line files"]
+async fn bench_code_intelligence_in_the_page() {
+    run_code_suite("test/browser/code-bench.test.mjs", |root| {
+        let mut py = String::new();
+        for i in 0..230 {
+            py.push_str(&format!("class C{i}:\n"));
+            for j in 0..5 {
+                py.push_str(&format!(
+                    "    def method_{i}_{j}(self) -> int:\n        value = {j}\n        return value + {i}\n\n"
+                ));
+            }
+            py.push('\n');
+        }
+        py.push_str("def main() -> int:\n    return C0().method_0_1()\n");
+        std::fs::write(root.join("big.py"), py).expect("big.py");
+        let mut go = String::from("package main\n\n");
+        for i in 0..1000 {
+            go.push_str(&format!("func f{i:04}() int {{\n\tv := {i}\n\treturn v\n}}\n\n"));
+        }
+        go.push_str("func main() { _ = f0000() }\n");
+        std::fs::write(root.join("big.go"), go).expect("big.go");
+    })
+    .await;
+}

@@ -281,7 +281,11 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     const fresh = tabs.open(path);
     if (o.background && active) tabs.activate(active);
     if (o.line) pendingLine.current = { path, line: o.line, column: o.column };
-    if (fresh) load(path);
+    if (fresh) {
+      load(path);
+      // the outline is read beside the file, not after it
+      if (isCode(path)) void code.loadOutline(path, null);
+    }
   };
 
   /** @param {string} path */

@@ -3,7 +3,7 @@
 // definition picker, and rename with its preview. All of them read the
 // workspace's CodeModel (ctx.code) and jump through ctx.goTo.
 
-import { useEffect, useRef, useState, useSyncExternalStore } from "react";
+import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
 import { ErrorLine } from "../ui.jsx";
 import { relative } from "../models/paths.js";
 import { countSymbols, kindMark, splitMatch, symbolChain } from "../models/code.js";
@@ -23,53 +23,86 @@ export function KindIcon({ kind }) {
   );
 }
 
+/** One outline row's height in pixels (the list is virtual: a 5 000-line file's 1 400 symbols render as the ~40 in view). */
+const ROW_PX = 22;
+const OVERSCAN = 10;
+
+/** @param {import("../models/code.js").Sym[]} list @param {number} depth @param {Array<{s: import("../models/code.js").Sym, depth: number}>} out */
+function flatten(list, depth, out) {
+  for (const s of list) {
+    out.push({ s, depth });
+    if (s.children?.length) flatten(s.children, depth + 1, out);
+  }
+  return out;
+}
+
 /** @param {{ctx: any}} props */
 export function OutlinePanel({ ctx }) {
   const code = useCode({ ctx });
   const path = ctx.activeText;
   const box = useRef(/** @type {HTMLDivElement | null} */ (null));
+  const [view, setView] = useState({ top: 0, height: 600 });
   const outline = path ? code.outlines.get(path) : null;
+  const rows = useMemo(() => (outline ? flatten(outline.symbols, 0, []) : []), [outline]);
   const line = code.cursor?.path === path ? code.cursor.line : 0;
   const chain = outline ? symbolChain(outline.symbols, line) : [];
   const here = chain.length ? chain[chain.length - 1] : null;
+  const hereIndex = here ? rows.findIndex((r) => r.s === here) : -1;
 
-  // follow the cursor: the marked symbol stays in view
+  // follow the cursor: the marked symbol is scrolled into view
   useEffect(() => {
-    box.current?.querySelector(".ide-outline-row.here")?.scrollIntoView({ block: "nearest" });
-  }, [here?.name_path, here?.line]);
+    const el = box.current;
+    if (!el || hereIndex < 0) return;
+    const y = hereIndex * ROW_PX;
+    if (y < el.scrollTop || y + ROW_PX > el.scrollTop + el.clientHeight) el.scrollTop = Math.max(0, y - el.clientHeight / 3);
+  }, [hereIndex, path]);
+
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const measure = () => setView({ top: el.scrollTop, height: el.clientHeight || 600 });
+    measure();
+    const ro = new ResizeObserver(measure);
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, [path, outline]);
 
   if (!path) return <div className="ide-empty">Open a file to see its outline.</div>;
   if (!outline) return <div className="ide-empty">Reading the outline…</div>;
-  /** @param {import("../models/code.js").Sym[]} list @param {number} depth */
-  const rows = (list, depth) =>
-    list.map((s) => (
-      <li key={`${s.name_path}:${s.line}`}>
-        <button
-          className={`ide-outline-row${s === here ? " here" : ""}`}
-          style={{ paddingLeft: 6 + depth * 14 }}
-          data-name-path={s.name_path}
-          data-line={s.line}
-          aria-current={s === here ? "location" : undefined}
-          title={s.signature ?? s.name}
-          onClick={() => ctx.goTo(path, s.line, s.column)}
-        >
-          <KindIcon kind={s.kind} />
-          <span className="ide-outline-name">{s.name}</span>
-          <span className="ide-muted ide-outline-line">{s.line}</span>
-        </button>
-        {s.children?.length ? <ul>{rows(s.children, depth + 1)}</ul> : null}
-      </li>
-    ));
+  const first = Math.max(0, Math.floor(view.top / ROW_PX) - OVERSCAN);
+  const last = Math.min(rows.length, Math.ceil((view.top + view.height) / ROW_PX) + OVERSCAN);
   return (
-    <div className="ide-outline" data-testid="outline" data-path={path} ref={box}>
+    <div className="ide-outline" data-testid="outline" data-path={path} data-symbols={rows.length}>
       <div className="ide-outline-head ide-muted">
         {relative(ctx.root, path) ?? path}
         {outline.language ? ` · ${outline.language} · ${countSymbols(outline.symbols)} symbols` : ""}
       </div>
       <ErrorLine error={outline.error} />
       {outline.note && <div className="ide-muted ide-outline-note">{outline.note}</div>}
-      {!outline.error && outline.symbols.length === 0 && <div className="ide-empty">{outline.language ? "No symbols in this file." : "No outline for this kind of file."}</div>}
-      <ul className="ide-outline-tree">{rows(outline.symbols, 0)}</ul>
+      {!outline.error && rows.length === 0 && <div className="ide-empty">{outline.language ? "No symbols in this file." : "No outline for this kind of file."}</div>}
+      <div className="ide-outline-scroll" ref={box} onScroll={(e) => setView({ top: e.currentTarget.scrollTop, height: e.currentTarget.clientHeight || 600 })}>
+        <div className="ide-outline-tree" role="tree" style={{ height: rows.length * ROW_PX }}>
+          {rows.slice(first, last).map(({ s, depth }, k) => (
+            <button
+              key={`${s.name_path}:${s.line}`}
+              role="treeitem"
+              className={`ide-outline-row${s === here ? " here" : ""}`}
+              style={{ top: (first + k) * ROW_PX, height: ROW_PX, paddingLeft: 6 + depth * 14 }}
+              data-name-path={s.name_path}
+              data-line={s.line}
+              data-depth={depth}
+              aria-level={depth + 1}
+              aria-current={s === here ? "location" : undefined}
+              title={s.signature ?? s.name}
+              onClick={() => ctx.goTo(path, s.line, s.column)}
+            >
+              <KindIcon kind={s.kind} />
+              <span className="ide-outline-name">{s.name}</span>
+              <span className="ide-muted ide-outline-line">{s.line}</span>
+            </button>
+          ))}
+        </div>
+      </div>
     </div>
   );
 }

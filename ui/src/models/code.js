@@ -184,6 +184,9 @@ export function kindMark(kind) {
  * @typedef {{name: string, language: string | null, precision: string, server: string | null, note: string | null, stop: string | null, total: number, groups: Array<{path: string, refs: Ref[]}>}} RefsAnswer
  */
 
+/** The page is not short of room: a file's whole outline (the agents' default is 32 KiB). */
+const OUTLINE_BYTES = 4 << 20;
+
 /** Extensions ide parses (coder::symbols): the files whose missing language server is worth a note, and whose diagnostics the page asks for. */
 export const CODE_EXTENSIONS = new Set(["rs", "py", "pyi", "ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs", "go", "java", "c", "h", "cc", "cpp", "cxx", "hh", "hpp", "hxx"]);
 
@@ -231,7 +234,7 @@ export class CodeModel {
     this.version = 0;
     /** @type {Set<() => void>} */
     this.listeners = new Set();
-    /** Outline calls in flight, by path (one per revision). @type {Map<string, string | null>} */
+    /** Outline calls in flight, by path. @type {Map<string, Promise<void>>} */
     this.loadingOutline = new Map();
     /** Diagnostics asked but not yet answered, by path. @type {Set<string>} */
     this.diagnosing = new Set();
@@ -263,21 +266,35 @@ export class CodeModel {
     this.changed();
   }
 
-  /** The outline of `path` at `revision`, asked once per revision. @param {string} path @param {string | null} revision */
+  /**
+   * The outline of `path` at `revision`, asked once per revision. `null`
+   * (the revision is not known yet: the file is being opened) asks at once,
+   * so the outline is read beside the file instead of after it; a call for
+   * a known revision waits for one in flight and asks again only if that
+   * answered another revision.
+   * @param {string} path @param {string | null} revision
+   */
   async loadOutline(path, revision) {
+    const inFlight = this.loadingOutline.get(path);
+    if (inFlight) await inFlight;
     const have = this.outlines.get(path);
-    if (have && have.revision === revision && revision !== null) return;
-    if (this.loadingOutline.has(path) && this.loadingOutline.get(path) === revision) return;
-    this.loadingOutline.set(path, revision);
-    try {
-      const out = await this.call("coder::symbols", { path });
-      this.outlines.set(path, { revision: out.revision ?? revision, symbols: out.symbols ?? [], language: out.language ?? null, note: out.note ?? null });
-    } catch (e) {
-      this.outlines.set(path, { revision, symbols: [], language: null, error: e });
-    } finally {
-      if (this.loadingOutline.get(path) === revision) this.loadingOutline.delete(path);
-      this.changed();
-    }
+    if (have && !have.error && (revision === null || have.revision === revision)) return;
+    const again = this.loadingOutline.get(path);
+    if (again) return again;
+    const call = (async () => {
+      try {
+        const out = await this.call("coder::symbols", { path, max_answer_bytes: OUTLINE_BYTES });
+        const note = out.note ?? (out.degraded ? `Shortened to fit: ${out.degraded}` : null);
+        this.outlines.set(path, { revision: out.revision ?? revision, symbols: out.symbols ?? [], language: out.language ?? null, note });
+      } catch (e) {
+        this.outlines.set(path, { revision, symbols: [], language: null, error: e });
+      } finally {
+        this.loadingOutline.delete(path);
+        this.changed();
+      }
+    })();
+    this.loadingOutline.set(path, call);
+    return call;
   }
 
   /** @param {string} path */

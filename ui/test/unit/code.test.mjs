@@ -130,9 +130,11 @@ test("the outline is asked once per revision", async () => {
     "/r",
     (p) => p,
   );
-  await Promise.all([model.loadOutline("/r/a.py", "r1"), model.loadOutline("/r/a.py", "r1")]);
+  // asked while opening (revision unknown), then for the revision the read found: one call
+  await Promise.all([model.loadOutline("/r/a.py", null), model.loadOutline("/r/a.py", "r1")]);
   await model.loadOutline("/r/a.py", "r1");
   assert.equal(n, 1);
+  // a new revision asks again (the fake answers r1 still: asked once more per call)
   await model.loadOutline("/r/a.py", "r2");
   assert.equal(n, 2);
   assert.equal(model.outlines.get("/r/a.py")?.symbols[0].name, "f");
