@@ -234,10 +234,22 @@ fn field(line: &str, key: &str) -> u64 {
         .unwrap()
 }
 
+/// What tells one saved index file from the next: a save renames a new
+/// inode over the old name.
+fn file_id(path: &Path) -> Option<(u64, u64, std::time::SystemTime)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.ino(), m.len(), m.modified().ok()?))
+}
+
 /// Whether `pid` holds open, in `dir`, a file with bytes that is not the
 /// saved index itself (read at start): the unnamed inode of a save under
 /// way (`#… (deleted)`) or a staging name.
-fn saving(pid: u32, dir: &Path) -> bool {
+/// `old`: the inode of the index saved before this process started — once
+/// a new save replaced it, a descriptor the process still holds on it reads
+/// `(deleted)` too, and is no save under way.
+fn saving(pid: u32, dir: &Path, old: Option<u64>) -> bool {
+    use std::os::unix::fs::MetadataExt;
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return false;
     };
@@ -246,7 +258,8 @@ fn saving(pid: u32, dir: &Path) -> bool {
             let name = t.file_name().map(|n| n.to_string_lossy().into_owned());
             t.starts_with(dir)
                 && name.is_some_and(|n| n.ends_with("(deleted)") || n.starts_with(".ide-stage-"))
-        }) && std::fs::metadata(fd.path()).is_ok_and(|m| m.is_file() && m.len() > 0)
+        }) && std::fs::metadata(fd.path())
+            .is_ok_and(|m| m.is_file() && m.len() > 0 && Some(m.ino()) != old)
     })
 }
 
@@ -292,18 +305,23 @@ fn ide_mcp_saves_and_resumes_the_index_and_a_kill_during_a_save_loses_only_the_s
         )
         .unwrap();
         let before = std::fs::read(f.saved_file()).unwrap();
+        let before_id = file_id(&f.saved_file());
         let m = Mcp::start(&f);
         let pid = m.child.id();
         let end = Instant::now() + WAIT;
         let mut landed = false;
         while Instant::now() < end {
-            if saving(pid, &f.saved_dir()) {
+            let old = before_id.map(|(ino, _, _)| ino);
+            if saving(pid, &f.saved_dir(), old) {
                 kill(Pid::from_raw(pid as i32), Signal::SIGSTOP).unwrap();
                 // still inside the save while it cannot move
-                landed = saving(pid, &f.saved_dir());
+                landed = saving(pid, &f.saved_dir(), old) && file_id(&f.saved_file()) == before_id;
                 break;
             }
-            if m.child.try_wait_ref() {
+            // the save went by between two looks: this attempt missed it
+            // (the next one tries again at once, instead of waiting out WAIT
+            // beside a worker with nothing left to save)
+            if file_id(&f.saved_file()) != before_id || m.child.try_wait_ref() {
                 break;
             }
         }
