@@ -2,7 +2,7 @@
 // browsed root, files only; arrows move, Enter opens, Escape closes.
 
 import { useEffect, useRef, useState } from "react";
-import { ErrorLine } from "./ui.jsx";
+import { ErrorLine, listKeys } from "./ui.jsx";
 import { join, relative } from "./models/paths.js";
 
 const DEBOUNCE_MS = 120;
@@ -60,12 +60,7 @@ export function QuickOpen({ ctx, onClose, onPick }) {
           placeholder="Type a file name"
           value={query}
           onChange={(e) => setQuery(e.target.value)}
-          onKeyDown={(e) => {
-            if (e.key === "Escape") onClose();
-            else if (e.key === "ArrowDown") setSelected((s) => Math.min(s + 1, hits.length - 1));
-            else if (e.key === "ArrowUp") setSelected((s) => Math.max(s - 1, 0));
-            else if (e.key === "Enter" && hits[selected]) onPick(hits[selected]);
-          }}
+          onKeyDown={(e) => listKeys(e, hits, selected, setSelected, onPick, onClose)}
         />
         <ErrorLine error={error} />
         <ul className="ide-list" role="listbox">

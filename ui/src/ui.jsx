@@ -42,3 +42,22 @@ export function Button({ host, primary = false, small = false, className = "", .
   const cls = ["ide-button", primary ? "primary" : "", small ? "small" : "", className].filter(Boolean).join(" ");
   return <button className={cls} type="button" {...props} />;
 }
+
+/**
+ * The keys of a pick list (quick open, go to symbol, the definition picker):
+ * arrows move the selection (kept inside the list), Enter picks the selected
+ * item, Escape closes.
+ * @template T
+ * @param {import("react").KeyboardEvent} e @param {T[]} items @param {number} selected
+ * @param {(f: (s: number) => number) => void} setSelected @param {(item: T) => void} pick @param {() => void} close
+ */
+export function listKeys(e, items, selected, setSelected, pick, close) {
+  if (e.key === "Escape") close();
+  else if (e.key === "ArrowDown") {
+    e.preventDefault();
+    setSelected((s) => Math.min(s + 1, items.length - 1));
+  } else if (e.key === "ArrowUp") {
+    e.preventDefault();
+    setSelected((s) => Math.max(s - 1, 0));
+  } else if (e.key === "Enter" && items[selected] !== undefined) pick(items[selected]);
+}

@@ -4,7 +4,7 @@
 // workspace's CodeModel (ctx.code) and jump through ctx.goTo.
 
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
-import { ErrorLine } from "../ui.jsx";
+import { ErrorLine, listKeys } from "../ui.jsx";
 import { relative } from "../models/paths.js";
 import { countSymbols, kindMark, splitMatch, symbolChain } from "../models/code.js";
 
@@ -285,16 +285,7 @@ export function SymbolOpen({ ctx, onClose }) {
           placeholder="Type a symbol name (Class/method for a name path)"
           value={query}
           onChange={(e) => setQuery(e.target.value)}
-          onKeyDown={(e) => {
-            if (e.key === "Escape") onClose();
-            else if (e.key === "ArrowDown") {
-              e.preventDefault();
-              setSelected((s) => Math.min(s + 1, hits.length - 1));
-            } else if (e.key === "ArrowUp") {
-              e.preventDefault();
-              setSelected((s) => Math.max(s - 1, 0));
-            } else if (e.key === "Enter" && hits[selected]) pick(hits[selected]);
-          }}
+          onKeyDown={(e) => listKeys(e, hits, selected, setSelected, pick, onClose)}
         />
         <ErrorLine error={error} />
         <ul className="ide-list" role="listbox">
@@ -347,12 +338,7 @@ export function DefinitionPicker({ ctx, answer, onClose }) {
         tabIndex={-1}
         ref={box}
         onMouseDown={(e) => e.stopPropagation()}
-        onKeyDown={(e) => {
-          if (e.key === "Escape") onClose();
-          else if (e.key === "ArrowDown") setSelected((s) => Math.min(s + 1, list.length - 1));
-          else if (e.key === "ArrowUp") setSelected((s) => Math.max(s - 1, 0));
-          else if (e.key === "Enter" && list[selected]) pick(list[selected]);
-        }}
+        onKeyDown={(e) => listKeys(e, list, selected, setSelected, pick, onClose)}
       >
         <div className="ide-refs-head">
           <span>

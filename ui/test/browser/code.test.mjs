@@ -299,6 +299,25 @@ describe("the page as an IDE, with language servers", () => {
     await page.locator('[data-testid="problems"] .ide-empty', { hasText: "No problems" }).waitFor(T);
   });
 
+  test("another writer's change to a code file shows its problems without a save, and its fix clears them", async () => {
+    const original = readFileSync(report);
+    // a writer outside ide entirely breaks report.py (its tab is open and clean: it follows the disk)
+    writeFileSync(report, `${original.toString("utf8")}\n\nbroken: int = "not a number"\n`);
+    const entry = page.locator(`[data-testid="problems"] .ide-problem[data-severity="error"][data-path="${report}"]`);
+    await entry.waitFor(LS);
+    assert.equal(await entry.getAttribute("data-line"), "13");
+    await page.locator('[data-testid="problem-counts"][data-errors="1"]').waitFor(T);
+    await page.locator(`.ide-tab[data-path="${report}"]`).click();
+    await editor(page, report).locator(".cm-lintRange-error").first().waitFor(LS);
+    await screenshot(page, "code-12a-another-writer");
+    writeFileSync(report, original);
+    await entry.waitFor({ state: "detached", ...LS });
+    await page.locator('[data-testid="problem-counts"][data-errors="0"]').waitFor(T);
+    await editor(page, report).locator(".cm-lintRange-error").first().waitFor({ state: "detached", ...LS });
+    await page.locator(`.ide-tab[data-path="${pyMain}"]`).click();
+    await editor(page, pyMain).locator(".cm-content").waitFor(T);
+  });
+
   test("hover shows the signature and the doc", async () => {
     await clickWord(page, pyMain, 5, "Parser");
     const p = await wordPoint(page, pyMain, 6, "parse_expr");
