@@ -217,6 +217,18 @@ fn artifacts() -> PathBuf {
 }
 
 async fn run_browser_suite(file: &str, populate: impl FnOnce(&Path), extra: &[(&str, String)]) {
+    run_configured_suite(file, populate, |_, _| {}, &[], extra).await;
+}
+
+/// [`run_browser_suite`] with the worker's config changed by `configure`
+/// and `worker_envs` set for the worker process.
+async fn run_configured_suite(
+    file: &str,
+    populate: impl FnOnce(&Path),
+    configure: impl FnOnce(&mut Config, &Path),
+    worker_envs: &[(&str, String)],
+    extra: &[(&str, String)],
+) {
     if node_ready().is_none() {
         return;
     }
@@ -228,7 +240,7 @@ async fn run_browser_suite(file: &str, populate: impl FnOnce(&Path), extra: &[(&
         missing("ui/node_modules/playwright-core is missing");
         return;
     }
-    let world = start(populate).await;
+    let world = start_configured(&Store::new(), populate, configure, worker_envs).await;
     let mut envs = vec![
         ("IDE_ENGINE_URL", world.engine.url()),
         ("IDE_TEST_ROOT", world.root.display().to_string()),
@@ -653,54 +665,36 @@ fn code_fixture(root: &Path) {
 /// The worker serving `code_fixture` with pyright and
 /// typescript-language-server from tests/lsp, and nothing else on its PATH.
 async fn run_code_suite(file: &str, populate: impl FnOnce(&Path)) {
-    if node_ready().is_none() {
-        return;
-    }
-    let Some(chromium) = chromium() else {
-        missing("chromium is not installed");
-        return;
-    };
     let Some((pyright, tls, tsserver)) = code_servers() else {
         return;
     };
     let bin = tempfile::TempDir::new().expect("bin dir");
     let path = worker_path(bin.path());
-    let world = start_configured(
-        &Store::new(),
-        populate,
-        |cfg, _| {
-            let entry = |v: serde_json::Value| {
-                Some(serde_json::from_value(v).expect("a language server entry"))
-            };
-            cfg.code.language_servers.insert(
-                "python".into(),
-                entry(serde_json::json!({
-                    "command": pyright, "args": ["--stdio"], "extensions": ["py"],
-                    "request_timeout_ms": 60000,
-                })),
-            );
-            cfg.code.language_servers.insert(
-                "typescript".into(),
-                entry(serde_json::json!({
-                    "command": tls, "args": ["--stdio"], "extensions": ["ts", "tsx"],
-                    "request_timeout_ms": 60000,
-                    "initialization_options": {"tsserver": {"path": tsserver}},
-                })),
-            );
-        },
-        &[("PATH", path), ("RUST_LOG", "info,ide::lsp=debug".into())],
-    )
-    .await;
-    let envs = vec![
-        ("IDE_ENGINE_URL", world.engine.url()),
-        ("IDE_TEST_ROOT", world.root.display().to_string()),
-        ("IDE_CHROMIUM", chromium.display().to_string()),
-        ("IDE_ARTIFACTS", artifacts().display().to_string()),
+    let configure = |cfg: &mut Config, _: &Path| {
+        let entry = |v: serde_json::Value| {
+            Some(serde_json::from_value(v).expect("a language server entry"))
+        };
+        cfg.code.language_servers.insert(
+            "python".into(),
+            entry(serde_json::json!({
+                "command": pyright, "args": ["--stdio"], "extensions": ["py"],
+                "request_timeout_ms": 60000,
+            })),
+        );
+        cfg.code.language_servers.insert(
+            "typescript".into(),
+            entry(serde_json::json!({
+                "command": tls, "args": ["--stdio"], "extensions": ["ts", "tsx"],
+                "request_timeout_ms": 60000,
+                "initialization_options": {"tsserver": {"path": tsserver}},
+            })),
+        );
+    };
+    let worker_envs = [
+        ("PATH", path),
+        ("RUST_LOG", "info,ide::lsp=debug".to_string()),
     ];
-    node(&["--test", "--test-concurrency=1", file], &envs, || {
-        format!("ide logs:\n{}", world.ide.logs())
-    })
-    .await;
+    run_configured_suite(file, populate, configure, &worker_envs, &[]).await;
 }
 
 /// The page as an IDE, on a Python and a TypeScript project: the outline

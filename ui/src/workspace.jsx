@@ -29,7 +29,7 @@ const HEX_BYTES = 64 << 10;
 const MAX_IMAGE_BYTES = 16 << 20;
 /** A change event this soon after the page's own save of the path is that save. */
 const OWN_WRITE_MS = 3000;
-/** Diagnostics are asked this long after the last save or change, for every open code file at once. */
+/** Diagnostics are asked this long after the last save or change, for every open code file. */
 const DIAGNOSE_SETTLE_MS = 100;
 
 /** @param {string} b64 */
@@ -180,7 +180,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
     }
   };
 
-  /** Diagnostics of every open code file, a moment after the last save or change (one call for all). */
+  /** Diagnostics of every open code file, a moment after the last save or change (CodeModel.diagnose: one call per file, all at once). */
   const rediagnose = () => {
     if (diagnoseTimer.current) clearTimeout(diagnoseTimer.current);
     diagnoseTimer.current = setTimeout(() => {
@@ -223,7 +223,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
   };
 
   /** F2: the rename input at the symbol (a file with unsaved edits is saved first by the user). @param {string} path @param {any} view @param {number} pos */
-  const renameAt0 = (path, view, pos) => {
+  const renameAtCursor = (path, view, pos) => {
     const t = tabs.get(path);
     if (t?.dirty) {
       setNotice({ code: "unsaved", message: `Save ${relative(root, path) ?? path} before renaming: the rename changes the files on disk` });
@@ -265,7 +265,7 @@ export function Workspace({ app, host, root, dark, onChangeRoot }) {
   codeActions.current = {
     definition: (path, view, pos) => void definitionAt(path, view, pos),
     references: (path, view, pos) => void referencesAt(path, view, pos),
-    rename: renameAt0,
+    rename: renameAtCursor,
     hover: hoverAt,
     cursor: (path, line) => code.setCursor(path, line),
   };
