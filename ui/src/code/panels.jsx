@@ -387,6 +387,10 @@ export function RenameBox({ ctx, at, onClose }) {
     input.current?.focus();
     input.current?.select();
   }, []);
+  // the input was disabled while the server was asked: give the keyboard back (Escape, another name)
+  useEffect(() => {
+    if (!busy && !plan) input.current?.focus();
+  }, [busy, plan]);
 
   const preview = async () => {
     if (!name.trim() || name === at.name) return;

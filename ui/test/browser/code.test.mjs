@@ -329,6 +329,26 @@ describe("the page as an IDE, with language servers", () => {
     await page.mouse.move(5, 5);
   });
 
+  test("a rename that cannot be done is refused in the rename box, saying why, and writes nothing", async () => {
+    const before = readFileSync(calc);
+    await page.locator(`.ide-tab[data-path="${calc}"]`).click();
+    await editor(page, calc).locator(".cm-content").waitFor(T);
+    // the builtin `sum`: its definition is outside the roots
+    await clickWord(page, calc, 12, "sum");
+    await page.keyboard.press("F2");
+    const box = page.getByTestId("rename-input");
+    await box.getByLabel("New name").fill("total_of");
+    await page.keyboard.press("Enter");
+    const why = box.locator('[role="alert"]');
+    await why.waitFor(LS);
+    assert.ok(((await why.textContent()) ?? "").length > 10, "the refusal says why");
+    await screenshot(page, "code-12b-rename-refused");
+    assert.equal(await page.getByTestId("rename-preview").count(), 0);
+    assert.deepEqual(readFileSync(calc), before);
+    await page.keyboard.press("Escape");
+    await box.waitFor({ state: "detached", ...T });
+  });
+
   test("TypeScript: outline, F12, Shift+F12, F2 with undo, a type error, hover", async () => {
     await openFile(page, "ts/shapes.ts");
     const outline = page.locator(`[data-testid="outline"][data-path="${shapes}"]`);
