@@ -8,6 +8,8 @@
 // convention of coder::search); the editor counts UTF-16 code units. The
 // two helpers below convert within one line's text.
 
+import { Store } from "./store.js";
+
 const encoder = new TextEncoder();
 
 /** The 1-based byte column of a UTF-16 index into `lineText`. @param {string} lineText @param {number} index */
@@ -202,13 +204,14 @@ export function isCode(path) {
   return CODE_EXTENSIONS.has(extensionOf(path));
 }
 
-export class CodeModel {
+export class CodeModel extends Store {
   /**
    * @param {(id: string, payload: any) => Promise<any>} call
    * @param {string} root the browsed root (where Ctrl+T looks)
    * @param {(p: string) => string} abs a path of an answer, absolute
    */
   constructor(call, root, abs) {
+    super();
     this.call = call;
     this.root = root;
     this.abs = abs;
@@ -231,32 +234,12 @@ export class CodeModel {
     this.saidNotes = new Set();
     /** Extensions the worker has no language server for (no hover asked there). @type {Set<string>} */
     this.serverless = new Set();
-    this.version = 0;
-    /** @type {Set<() => void>} */
-    this.listeners = new Set();
     /** Outline calls in flight, by path. @type {Map<string, Promise<void>>} */
     this.loadingOutline = new Map();
     /** Diagnostics asked but not yet answered, by path. @type {Set<string>} */
     this.diagnosing = new Set();
     /** Diagnostics calls answered (or failed) so far. */
     this.rounds = 0;
-    this.subscribe = this.subscribe.bind(this);
-    this.snapshot = this.snapshot.bind(this);
-  }
-
-  /** @param {() => void} fn */
-  subscribe(fn) {
-    this.listeners.add(fn);
-    return () => this.listeners.delete(fn);
-  }
-
-  snapshot() {
-    return this.version;
-  }
-
-  changed() {
-    this.version++;
-    for (const fn of [...this.listeners]) fn();
   }
 
   /** @param {string} path @param {number} line */
